@@ -1,0 +1,56 @@
+#include "codegen/rtc/compiler.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include "codegen/arch.hpp"
+#include "fmha_jit/error.hpp"
+
+namespace fmha_jit::codegen::rtc {
+
+nlohmann::json to_json(const KernelResources& r) {
+  return {{"symbol", r.symbol},
+          {"registers", r.registers},
+          {"spill_store_bytes", r.spill_store_bytes},
+          {"spill_load_bytes", r.spill_load_bytes},
+          {"stack_frame_bytes", r.stack_frame_bytes},
+          {"static_smem_bytes", r.static_smem_bytes}};
+}
+
+KernelResources resources_from_json(const nlohmann::json& j) {
+  KernelResources r;
+  r.symbol = j.value("symbol", "");
+  r.registers = j.value("registers", -1);
+  r.spill_store_bytes = j.value("spill_store_bytes", -1);
+  r.spill_load_bytes = j.value("spill_load_bytes", -1);
+  r.stack_frame_bytes = j.value("stack_frame_bytes", -1);
+  r.static_smem_bytes = j.value("static_smem_bytes", -1);
+  return r;
+}
+
+ProgramSources::ProgramSources(const CompileRequest& request)
+    : entry_text(request.entry.text), entry_name(request.entry.name) {
+  for (const auto& h : request.headers) {
+    header_text.emplace_back(h.text);
+    header_name.emplace_back(h.name);
+  }
+  for (std::size_t i = 0; i < header_text.size(); ++i) {
+    header_ptrs.push_back(header_text[i].c_str());
+    name_ptrs.push_back(header_name[i].c_str());
+  }
+  for (const auto& o : request.options) option_ptrs.push_back(o.c_str());
+}
+
+void trim_log(std::string& log) {
+  while (!log.empty() && (log.back() == '\0' || log.back() == '\n')) log.pop_back();
+}
+
+const RtcCompiler& compiler_for(std::string_view arch) {
+  const ArchInfo* info = find_arch(arch);
+  if (!info) {
+    throw FieldError(ErrorCode::invalid_config, "arch", "\"" + std::string(arch) + "\"",
+                     accepted_archs());
+  }
+  return info->vendor == Vendor::nvidia ? nvrtc_compiler() : hiprtc_compiler();
+}
+
+}  // namespace fmha_jit::codegen::rtc

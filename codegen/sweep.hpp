@@ -1,0 +1,33 @@
+// Expansion of prebuild files: a JSON object whose list-valued fields expand to their cartesian
+// product, or an array of such objects. Works on JSON, so it needs no edit when a field is added.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "fmha_jit/config.hpp"
+
+namespace fmha_jit::codegen {
+
+// Upper bound on one file's expansion: a typo such as a list of 1000 head dims should fail loudly
+// rather than queue hours of compiles.
+inline constexpr std::size_t kMaxSweepPoints = 100000;
+
+// Points of the sweep, each a JSON object with scalar fields, in file order then lexicographic
+// order of the lists. Throws FieldError (invalid_config) for a malformed document.
+std::vector<nlohmann::json> expand_sweep(const nlohmann::json& document);
+
+struct SweepItem {
+  nlohmann::json point;      // the expanded JSON object
+  bool valid = false;
+  FmhaKernelConfig config;   // canonical, when valid
+  std::string skip_reason;   // the validation message, when not valid
+};
+
+// Expands, parses, validates and canonicalises; duplicates (same canonical config) are dropped.
+std::vector<SweepItem> plan_sweep(const nlohmann::json& document);
+
+}  // namespace fmha_jit::codegen

@@ -1,0 +1,208 @@
+// CUDA driver API through dlopen("libcuda.so.1"). cuda.h is used for types only; entry points are
+// resolved by name (the _v2 names that cuda.h maps the plain ones to).
+#include <cuda.h>
+
+#include <mutex>
+#include <string>
+
+#include "dispatcher/device/device_api.hpp"
+#include "dispatcher/device/dynamic_library.hpp"
+#include "fmha_jit/error.hpp"
+
+namespace fmha_jit::device {
+namespace {
+
+#define FMHA_CU_FUNCTIONS(X)                                          \
+  X(cuInit, "cuInit")                                                 \
+  X(cuGetErrorString, "cuGetErrorString")                             \
+  X(cuDeviceGetCount, "cuDeviceGetCount")                             \
+  X(cuDeviceGet, "cuDeviceGet")                                       \
+  X(cuDeviceGetAttribute, "cuDeviceGetAttribute")                     \
+  X(cuDeviceGetName, "cuDeviceGetName")                               \
+  X(cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain")             \
+  X(cuCtxGetCurrent, "cuCtxGetCurrent")                               \
+  X(cuCtxSetCurrent, "cuCtxSetCurrent")                               \
+  X(cuModuleLoadData, "cuModuleLoadData")                             \
+  X(cuModuleUnload, "cuModuleUnload")                                 \
+  X(cuModuleGetFunction, "cuModuleGetFunction")                       \
+  X(cuFuncSetAttribute, "cuFuncSetAttribute")                         \
+  X(cuLaunchKernel, "cuLaunchKernel")                                 \
+  X(cuMemAlloc, "cuMemAlloc_v2")                                      \
+  X(cuMemFree, "cuMemFree_v2")                                        \
+  X(cuMemcpyHtoD, "cuMemcpyHtoD_v2")                                  \
+  X(cuMemcpyDtoH, "cuMemcpyDtoH_v2")                                  \
+  X(cuMemsetD8Async, "cuMemsetD8Async")                               \
+  X(cuStreamSynchronize, "cuStreamSynchronize")                       \
+  X(cuEventCreate, "cuEventCreate")                                   \
+  X(cuEventDestroy, "cuEventDestroy_v2")                              \
+  X(cuEventRecord, "cuEventRecord")                                   \
+  X(cuEventSynchronize, "cuEventSynchronize")                         \
+  X(cuEventElapsedTime, "cuEventElapsedTime_v2")
+
+class CudaDriver final : public DeviceApi {
+ public:
+  CudaDriver() : lib_({"libcuda.so.1", "libcuda.so"}) {
+    if (!lib_.loaded()) {
+      reason_ = "no NVIDIA driver (libcuda.so.1 not found)";
+      return;
+    }
+#define FMHA_BIND(member, name)                                            \
+  if (!lib_.bind(member, name)) {                                          \
+    reason_ = std::string("libcuda.so.1 lacks ") + name + " (driver too old)"; \
+    return;                                                                \
+  }
+    FMHA_CU_FUNCTIONS(FMHA_BIND)
+#undef FMHA_BIND
+    if (CUresult rc = cuInit(0); rc != CUDA_SUCCESS) {
+      reason_ = "cuInit failed: " + describe(rc);
+      return;
+    }
+    int count = 0;
+    if (cuDeviceGetCount(&count) != CUDA_SUCCESS || count < 1) {
+      reason_ = "the NVIDIA driver reports no GPU";
+      return;
+    }
+    if (cuDeviceGet(&device_, 0) != CUDA_SUCCESS ||
+        cuDevicePrimaryCtxRetain(&context_, device_) != CUDA_SUCCESS) {
+      reason_ = "cannot retain the primary context of GPU 0";
+      return;
+    }
+    int major = 0, minor = 0;
+    cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, device_);
+    cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, device_);
+    arch_ = "sm_" + std::to_string(major) + std::to_string(minor);
+    cuDeviceGetAttribute(&sm_count_, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, device_);
+    cuDeviceGetAttribute(&max_smem_, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, device_);
+    char name[256] = {};
+    cuDeviceGetName(name, sizeof name, device_);
+    name_ = name;
+    available_ = true;
+  }
+
+  Vendor vendor() const override { return Vendor::nvidia; }
+  bool available() const override { return available_; }
+  const std::string& unavailable_reason() const override { return reason_; }
+  std::string arch() const override { return arch_; }
+  std::string name() const override { return name_; }
+  int multiprocessor_count() const override { return sm_count_; }
+  int max_dynamic_smem_per_block() const override { return max_smem_; }
+
+  void* load_module(std::span<const std::uint8_t> binary) override {
+    bind_context();
+    CUmodule module = nullptr;
+    check(cuModuleLoadData(&module, binary.data()), "cuModuleLoadData");
+    return module;
+  }
+  void unload_module(void* module) override {
+    bind_context();
+    check(cuModuleUnload(static_cast<CUmodule>(module)), "cuModuleUnload");
+  }
+  void* get_function(void* module, const std::string& symbol) override {
+    CUfunction fn = nullptr;
+    check(cuModuleGetFunction(&fn, static_cast<CUmodule>(module), symbol.c_str()),
+          ("cuModuleGetFunction(" + symbol + ")").c_str());
+    return fn;
+  }
+  void set_max_dynamic_smem(void* function, int bytes) override {
+    check(cuFuncSetAttribute(static_cast<CUfunction>(function),
+                             CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, bytes),
+          "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)");
+  }
+  void launch(void* function, Dim3 g, Dim3 b, unsigned smem, void* stream, void** args) override {
+    bind_context();
+    check(cuLaunchKernel(static_cast<CUfunction>(function), g.x, g.y, g.z, b.x, b.y, b.z, smem,
+                         static_cast<CUstream>(stream), args, nullptr),
+          "cuLaunchKernel");
+  }
+
+  void* allocate(std::size_t bytes) override {
+    bind_context();
+    CUdeviceptr ptr = 0;
+    check(cuMemAlloc(&ptr, bytes), ("cuMemAlloc(" + std::to_string(bytes) + " bytes)").c_str());
+    return reinterpret_cast<void*>(ptr);
+  }
+  void release(void* ptr) noexcept override {
+    if (ptr && available_) cuMemFree(reinterpret_cast<CUdeviceptr>(ptr));
+  }
+  void copy_to_device(void* dst, const void* src, std::size_t bytes) override {
+    bind_context();
+    check(cuMemcpyHtoD(reinterpret_cast<CUdeviceptr>(dst), src, bytes), "cuMemcpyHtoD");
+  }
+  void copy_to_host(void* dst, const void* src, std::size_t bytes) override {
+    bind_context();
+    check(cuMemcpyDtoH(dst, reinterpret_cast<CUdeviceptr>(src), bytes), "cuMemcpyDtoH");
+  }
+  void fill_bytes(void* dst, std::uint8_t value, std::size_t bytes, void* stream) override {
+    bind_context();
+    check(cuMemsetD8Async(reinterpret_cast<CUdeviceptr>(dst), value, bytes,
+                          static_cast<CUstream>(stream)),
+          "cuMemsetD8Async");
+  }
+  void synchronize(void* stream) override {
+    bind_context();
+    check(cuStreamSynchronize(static_cast<CUstream>(stream)), "cuStreamSynchronize");
+  }
+
+  void* create_event() override {
+    bind_context();
+    CUevent event = nullptr;
+    check(cuEventCreate(&event, CU_EVENT_DEFAULT), "cuEventCreate");
+    return event;
+  }
+  void destroy_event(void* event) noexcept override {
+    if (event) cuEventDestroy(static_cast<CUevent>(event));
+  }
+  void record_event(void* event, void* stream) override {
+    check(cuEventRecord(static_cast<CUevent>(event), static_cast<CUstream>(stream)),
+          "cuEventRecord");
+  }
+  float elapsed_ms(void* start, void* stop) override {
+    check(cuEventSynchronize(static_cast<CUevent>(stop)), "cuEventSynchronize");
+    float ms = 0;
+    check(cuEventElapsedTime(&ms, static_cast<CUevent>(start), static_cast<CUevent>(stop)),
+          "cuEventElapsedTime");
+    return ms;
+  }
+
+ private:
+  std::string describe(CUresult rc) const {
+    const char* text = nullptr;
+    if (cuGetErrorString) cuGetErrorString(rc, &text);
+    return std::string(text ? text : "unknown error") + " (CUresult " + std::to_string(rc) + ")";
+  }
+  void check(CUresult rc, const char* what) const {
+    if (rc != CUDA_SUCCESS) {
+      throw Error(ErrorCode::device_error, std::string(what) + " failed: " + describe(rc));
+    }
+  }
+  // Driver calls act on the calling thread's current context; make it the primary context of
+  // GPU 0 unless the caller (e.g. PyTorch) already made one current.
+  void bind_context() const {
+    if (!available_) throw_no_device("a CUDA driver call");
+    CUcontext current = nullptr;
+    if (cuCtxGetCurrent(&current) == CUDA_SUCCESS && current == nullptr) {
+      check(cuCtxSetCurrent(context_), "cuCtxSetCurrent");
+    }
+  }
+
+  DynamicLibrary lib_;
+#define FMHA_MEMBER(member, name) decltype(&::member) member = nullptr;
+  FMHA_CU_FUNCTIONS(FMHA_MEMBER)
+#undef FMHA_MEMBER
+  bool available_ = false;
+  std::string reason_;
+  CUdevice device_ = 0;
+  CUcontext context_ = nullptr;
+  std::string arch_, name_;
+  int sm_count_ = 0;
+  int max_smem_ = 0;
+};
+
+}  // namespace
+
+DeviceApi& cuda_driver() {
+  static CudaDriver driver;
+  return driver;
+}
+
+}  // namespace fmha_jit::device

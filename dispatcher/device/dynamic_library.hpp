@@ -1,0 +1,39 @@
+// dlopen wrapper: libcuda, NVRTC and hipRTC are loaded at run time so one binary runs with or
+// without either vendor's stack. A missing library is reported with what to install.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace fmha_jit::device {
+
+class DynamicLibrary {
+ public:
+  // Tries each candidate name in order (plain sonames first, so LD_LIBRARY_PATH and the system
+  // search order win, then absolute fallbacks). Returns an empty library if none loads; `error()`
+  // then lists every attempt.
+  explicit DynamicLibrary(const std::vector<std::string>& candidates);
+  ~DynamicLibrary();
+  DynamicLibrary(const DynamicLibrary&) = delete;
+  DynamicLibrary& operator=(const DynamicLibrary&) = delete;
+
+  bool loaded() const { return handle_ != nullptr; }
+  const std::string& error() const { return error_; }
+  // The resolved file, e.g. /usr/local/cuda/lib64/libnvrtc.so.13.0.88 (symlinks followed).
+  const std::string& path() const { return path_; }
+
+  // nullptr when absent.
+  void* symbol(const char* name) const;
+  template <class Fn>
+  bool bind(Fn*& out, const char* name) const {
+    out = reinterpret_cast<Fn*>(symbol(name));
+    return out != nullptr;
+  }
+
+ private:
+  void* handle_ = nullptr;
+  std::string error_;
+  std::string path_;
+};
+
+}  // namespace fmha_jit::device

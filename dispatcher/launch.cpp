@@ -1,0 +1,132 @@
+#include "dispatcher/launch.hpp"
+
+#include <cstdint>
+#include <string>
+
+#include "common/mask.h"
+#include "dispatcher/plan.hpp"
+#include "fmha_jit/error.hpp"
+
+namespace fmha_jit::dispatch {
+
+// The device templates read these structs by value: pin the layout the host builds.
+static_assert(sizeof(FmhaStrides) == 24);
+static_assert(sizeof(FmhaFwdParams) == 5 * 8 + 4 * 24 + 9 * 4 + 4);
+static_assert(static_cast<int>(MaskKind::none) == FMHA_MASK_NONE);
+static_assert(static_cast<int>(MaskKind::causal_top_left) == FMHA_MASK_CAUSAL_TOP_LEFT);
+static_assert(static_cast<int>(MaskKind::causal_bottom_right) == FMHA_MASK_CAUSAL_BOTTOM_RIGHT);
+static_assert(static_cast<int>(MaskKind::sliding_window) == FMHA_MASK_SLIDING_WINDOW);
+
+namespace {
+
+[[noreturn]] void bad_problem(const std::string& field, const std::string& value,
+                              const std::string& accepted) {
+  throw FieldError(ErrorCode::invalid_problem, field, value, accepted);
+}
+
+void check_pointer(const char* name, const void* ptr, std::size_t alignment, bool required) {
+  if (!ptr) {
+    if (required) {
+      throw FieldError(ErrorCode::invalid_argument, name, "null", "a device pointer");
+    }
+    return;
+  }
+  if (reinterpret_cast<std::uintptr_t>(ptr) % alignment != 0) {
+    throw FieldError(ErrorCode::invalid_argument, name,
+                     std::to_string(reinterpret_cast<std::uintptr_t>(ptr)),
+                     "a pointer aligned to " + std::to_string(alignment) + " bytes");
+  }
+}
+
+FmhaStrides strides_of(const char* name, const TensorStrides& s, std::size_t alignment,
+                       std::size_t element_bytes) {
+  const std::size_t per = alignment / element_bytes;
+  for (auto [what, value] : {std::pair{"batch", s.batch}, {"head", s.head}, {"row", s.row}}) {
+    if (value < 0 || (per > 1 && value % static_cast<std::int64_t>(per) != 0)) {
+      throw FieldError(ErrorCode::invalid_argument, std::string(name) + " " + what + " stride",
+                       std::to_string(value),
+                       "a non-negative multiple of " + std::to_string(per) + " elements");
+    }
+  }
+  return {s.batch, s.head, s.row};
+}
+
+}  // namespace
+
+void check_problem(const FmhaKernelConfig& c, const FmhaProblem& p) {
+  p.validate();
+  if (p.hdim_q != c.hdim_q) {
+    bad_problem("hdim_q", std::to_string(p.hdim_q),
+                std::to_string(c.hdim_q) + " (the kernel's hdim_q)");
+  }
+  if (p.hdim_v != c.hdim_v) {
+    bad_problem("hdim_v", std::to_string(p.hdim_v),
+                std::to_string(c.hdim_v) + " (the kernel's hdim_v)");
+  }
+  // Window sizes only mean something to a sliding-window kernel; silently ignoring them would run
+  // a different attention than the caller asked for.
+  if (c.mask != MaskKind::sliding_window && (p.window_left != -1 || p.window_right != -1)) {
+    bad_problem(p.window_left != -1 ? "window_left" : "window_right",
+                std::to_string(p.window_left != -1 ? p.window_left : p.window_right),
+                "-1 (the kernel's mask is " + std::string(to_string(c.mask)) +
+                    "; window sizes need mask sliding_window)");
+  }
+}
+
+FmhaFwdParams make_fwd_params(const FmhaKernelConfig& c, const FmhaProblem& p,
+                              const FwdTensors& t) {
+  const std::size_t align = required_alignment_bytes(c);
+  check_pointer("q", t.q, align, true);
+  check_pointer("k", t.k, align, true);
+  check_pointer("v", t.v, align, true);
+  check_pointer("o", t.o, align, true);
+  check_pointer("lse", t.lse, sizeof(float), false);
+  FmhaFwdParams params{};
+  params.q = t.q;
+  params.k = t.k;
+  params.v = t.v;
+  params.o = t.o;
+  params.lse = c.lse ? t.lse : nullptr;
+  params.q_strides = strides_of("q", p.q_stride(), align, 2);
+  params.k_strides = strides_of("k", p.k_stride(), align, 2);
+  params.v_strides = strides_of("v", p.v_stride(), align, 2);
+  params.o_strides = strides_of("o", p.o_stride(), align, 2);
+  params.batch = static_cast<int>(p.batch);
+  params.nhead_q = static_cast<int>(p.nhead_q);
+  params.nhead_k = static_cast<int>(p.nhead_k);
+  params.seqlen_q = static_cast<int>(p.seqlen_q);
+  params.seqlen_k = static_cast<int>(p.seqlen_k);
+  params.window_left = p.window_left;
+  params.window_right = p.window_right;
+  params.scale = p.softmax_scale();
+  params.scale_log2 = params.scale * 1.4426950408889634f;
+  return params;
+}
+
+FmhaBwdParams make_bwd_params(const FmhaKernelConfig& c, const FmhaProblem& p,
+                              const BwdTensors& t, void* workspace) {
+  FmhaBwdParams params{};
+  FwdTensors fwd{t.q, t.k, t.v, const_cast<void*>(t.o), const_cast<float*>(t.lse)};
+  check_pointer("lse", t.lse, sizeof(float), true);
+  params.fwd = make_fwd_params(c, p, fwd);
+  params.fwd.lse = const_cast<float*>(t.lse);  // the backward always reads the LSE
+  const std::size_t align = required_alignment_bytes(c);
+  check_pointer("d_o", t.d_o, align, true);
+  check_pointer("d_q", t.d_q, align, true);
+  check_pointer("d_k", t.d_k, align, true);
+  check_pointer("d_v", t.d_v, align, true);
+  params.d_o = t.d_o;
+  params.d_q = t.d_q;
+  params.d_k = t.d_k;
+  params.d_v = t.d_v;
+  params.do_strides = params.fwd.o_strides;
+  params.dq_strides = params.fwd.q_strides;
+  params.dk_strides = params.fwd.k_strides;
+  params.dv_strides = params.fwd.v_strides;
+  const BwdWorkspaceLayout w = bwd_workspace_layout(c, p);
+  auto* base = static_cast<unsigned char*>(workspace);
+  params.d_rowsum = reinterpret_cast<float*>(base + w.d_rowsum);
+  return params;
+}
+
+}  // namespace fmha_jit::dispatch

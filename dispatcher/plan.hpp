@@ -1,0 +1,37 @@
+// The launch plan of a kernel module for one problem: which stages run, in what order, with what
+// grid, block and shared memory; and the backward's workspace layout.
+#pragma once
+
+#include <cstddef>
+#include <vector>
+
+#include "codegen/kernel_name.hpp"
+#include "dispatcher/device/device_api.hpp"
+#include "fmha_jit/config.hpp"
+#include "fmha_jit/problem.hpp"
+
+namespace fmha_jit::dispatch {
+
+struct StageLaunch {
+  codegen::StageRole role;
+  device::Dim3 grid;
+  device::Dim3 block;
+  unsigned dynamic_smem_bytes = 0;
+};
+
+// Stages in launch order, matching codegen::stage_roles(config).
+std::vector<StageLaunch> plan_stages(const FmhaKernelConfig& canonical, const FmhaProblem& problem);
+
+// Byte offsets of the backward's fp32 scratch tensors inside one workspace allocation; each starts
+// on a 256-byte boundary (the alignment cudaMalloc gives, and enough for vector accesses).
+struct BwdWorkspaceLayout {
+  std::size_t d_rowsum = 0;  // D = rowsum(dO * O), B x Hq x Sq floats
+  std::size_t total = 0;
+};
+BwdWorkspaceLayout bwd_workspace_layout(const FmhaKernelConfig& canonical,
+                                        const FmhaProblem& problem);
+
+// Byte alignment the kernels of an implementation need for every tensor pointer and row stride.
+std::size_t required_alignment_bytes(const FmhaKernelConfig& canonical);
+
+}  // namespace fmha_jit::dispatch

@@ -1,0 +1,194 @@
+#include "dispatcher/runner.hpp"
+
+#include <mutex>
+#include <shared_mutex>
+#include <type_traits>
+#include <unordered_map>
+
+#include "cache/memory_cache.hpp"
+#include "dispatcher/device/device_api.hpp"
+#include "dispatcher/launch.hpp"
+#include "dispatcher/plan.hpp"
+#include "fmha_jit/device.hpp"
+#include "fmha_jit/error.hpp"
+
+namespace fmha_jit::dispatch {
+namespace {
+
+// A module loaded on the GPU with its stage functions, shared by all runners of one key. Never
+// unloaded: it lives as long as the process, like the driver's own context.
+struct LoadedModule {
+  void* module = nullptr;
+  std::vector<void*> functions;  // in stage_roles() order
+};
+
+cache::MemoryCache<LoadedModule>& loaded_modules() {
+  static cache::MemoryCache<LoadedModule> modules;
+  return modules;
+}
+
+class KernelRunner final : public FmhaRunner {
+ public:
+  explicit KernelRunner(std::shared_ptr<const CompiledKernel> kernel) : kernel_(std::move(kernel)) {}
+
+  const FmhaKernelConfig& config() const override { return kernel_->config; }
+  const std::string& key() const override { return kernel_->key; }
+  const std::vector<std::string>& kernel_symbols() const override {
+    return kernel_->manifest.kernel_symbols;
+  }
+  bool loaded() const override {
+    std::lock_guard lock(mutex_);
+    return module_ != nullptr;
+  }
+
+  void check(const FmhaProblem& problem) const override { check_problem(config(), problem); }
+
+  void run_fwd(const FmhaProblem& problem, const FwdTensors& tensors, void* stream) override {
+    require_family(Family::fwd, "run_fwd");
+    check(problem);
+    FmhaFwdParams params = make_fwd_params(config(), problem, tensors);
+    launch_all(problem, &params, stream);
+  }
+
+  void run_bwd(const FmhaProblem& problem, const BwdTensors& tensors, void* stream) override {
+    require_family(Family::bwd, "run_bwd");
+    check(problem);
+    const std::size_t need = bwd_workspace_bytes(problem);
+    void* workspace = tensors.workspace;
+    if (workspace) {
+      if (tensors.workspace_bytes < need) {
+        throw FieldError(ErrorCode::invalid_argument, "workspace_bytes",
+                         std::to_string(tensors.workspace_bytes),
+                         ">= " + std::to_string(need) + " (bwd_workspace_bytes of this problem)");
+      }
+      if (reinterpret_cast<std::uintptr_t>(workspace) % 256 != 0) {
+        throw FieldError(ErrorCode::invalid_argument, "workspace",
+                         std::to_string(reinterpret_cast<std::uintptr_t>(workspace)),
+                         "a pointer aligned to 256 bytes");
+      }
+    } else {
+      workspace = owned_workspace(need, stream);
+    }
+    FmhaBwdParams params = make_bwd_params(config(), problem, tensors, workspace);
+    launch_all(problem, &params, stream);
+  }
+
+  std::size_t bwd_workspace_bytes(const FmhaProblem& problem) const override {
+    return bwd_workspace_layout(config(), problem).total;
+  }
+
+  void load() {
+    std::lock_guard lock(mutex_);
+    if (module_) return;
+    device::DeviceApi& api = device::require_device("loading a kernel module");
+    if (!arch_runs_on(config().arch, api.arch())) {
+      throw Error(ErrorCode::device_error,
+                  "kernel built for arch " + config().arch + " cannot run on " + api.name() +
+                      " (" + api.arch() + "); set config.arch = \"" + api.arch() + "\"");
+    }
+    module_ = loaded_modules().get_or_build(key(), [&] {
+      auto m = std::make_shared<LoadedModule>();
+      m->module = api.load_module(kernel_->binary);
+      for (const auto& symbol : kernel_->manifest.kernel_symbols) {
+        m->functions.push_back(api.get_function(m->module, symbol));
+      }
+      return m;
+    });
+  }
+
+ private:
+  void require_family(Family family, const char* call) const {
+    if (config().family != family) {
+      throw FieldError(ErrorCode::invalid_argument, "family", std::string(to_string(config().family)),
+                       std::string(to_string(family)) + " (" + call + " needs a " +
+                           std::string(to_string(family)) + " kernel)");
+    }
+  }
+
+  template <class Params>
+  void launch_all(const FmhaProblem& problem, Params* params, void* stream) {
+    load();
+    device::DeviceApi& api = *device::active_device();
+    const auto stages = plan_stages(config(), problem);
+    void* args[] = {params};
+    for (std::size_t i = 0; i < stages.size(); ++i) {
+      const auto& s = stages[i];
+      void* fn = module_->functions.at(i);
+      if (s.dynamic_smem_bytes > 48 * 1024) api.set_max_dynamic_smem(fn, s.dynamic_smem_bytes);
+      api.launch(fn, s.grid, s.block, s.dynamic_smem_bytes, stream, args);
+    }
+  }
+
+  // Grow-only scratch owned by the runner; growing waits for the stream so the old buffer is idle.
+  void* owned_workspace(std::size_t bytes, void* stream) {
+    std::lock_guard lock(mutex_);
+    if (workspace_.size() < bytes) {
+      if (workspace_.data()) device_synchronize(stream);
+      workspace_ = DeviceBuffer(bytes);
+    }
+    return workspace_.data();
+  }
+
+  std::shared_ptr<const CompiledKernel> kernel_;
+  mutable std::mutex mutex_;
+  std::shared_ptr<const LoadedModule> module_;
+  DeviceBuffer workspace_;
+};
+
+// Memo of runners by the raw bytes of the config as given plus the cache root: building this key
+// costs a few hundred nanoseconds, against microseconds for canonical JSON and hashing.
+std::string memo_key(const FmhaKernelConfig& config, const std::filesystem::path& root) {
+  std::string key = root.native();
+  key += '\0';
+  for_each_field(config, [&](const FieldInfo&, const auto& value) {
+    using T = std::decay_t<decltype(value)>;
+    if constexpr (std::is_same_v<T, std::string>) {
+      key += value;
+      key += '\0';
+    } else {
+      key.append(reinterpret_cast<const char*>(&value), sizeof value);
+    }
+  });
+  return key;
+}
+
+std::shared_mutex memo_mutex;
+std::unordered_map<std::string, std::shared_ptr<FmhaRunner>> memo;
+
+}  // namespace
+
+std::shared_ptr<FmhaRunner> make_runner(const FmhaKernelConfig& config,
+                                        const std::filesystem::path& cache_root,
+                                        std::shared_ptr<const CompiledKernel> kernel) {
+  auto runner = std::make_shared<KernelRunner>(std::move(kernel));
+  std::unique_lock lock(memo_mutex);
+  return memo.try_emplace(memo_key(config, cache_root), runner).first->second;
+}
+
+std::shared_ptr<FmhaRunner> find_runner_memo(const FmhaKernelConfig& config,
+                                             const std::filesystem::path& cache_root) {
+  const std::string key = memo_key(config, cache_root);
+  std::shared_lock lock(memo_mutex);
+  auto it = memo.find(key);
+  return it == memo.end() ? nullptr : it->second;
+}
+
+void clear_runner_memo() {
+  std::unique_lock lock(memo_mutex);
+  memo.clear();
+}
+
+void ensure_loaded(FmhaRunner& runner) { static_cast<KernelRunner&>(runner).load(); }
+
+bool arch_runs_on(std::string_view kernel_arch, std::string_view device_arch) {
+  if (kernel_arch == device_arch) return true;
+  // sm_90a SASS runs on sm_90 exactly; plain sm_XY SASS runs on sm_XZ with Z >= Y (same major).
+  if (kernel_arch == "sm_90a") return device_arch == "sm_90";
+  if (kernel_arch.starts_with("sm_") && device_arch.starts_with("sm_") && kernel_arch.size() == 5 &&
+      device_arch.size() == 5) {
+    return kernel_arch[3] == device_arch[3] && kernel_arch[4] <= device_arch[4];
+  }
+  return false;
+}
+
+}  // namespace fmha_jit::dispatch

@@ -1,0 +1,98 @@
+// The entry point: setup_fmha_dispatcher(config) turns a config into a runner whose kernels come
+// from the in-process cache, the on-disk cache, or a fresh JIT compile, in that order.
+#pragma once
+
+#include <cstddef>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "fmha_jit/config.hpp"
+#include "fmha_jit/error.hpp"
+#include "fmha_jit/problem.hpp"
+
+namespace fmha_jit {
+
+// Where the binary came from.
+enum class BinarySource : std::uint8_t { memory, disk, compiled };
+std::string_view to_string(BinarySource source);
+
+// Arch of GPU 0 from the driver ("sm_90", "gfx90a"); with no GPU, FMHA_JIT_ARCH if set, else
+// "sm_90" (documented in README.md). Cached after the first call.
+std::string detect_gpu_arch();
+// True when a GPU and its driver are usable by this process.
+bool gpu_available();
+
+struct SetupOptions {
+  // Cache root; default FMHA_JIT_CACHE_DIR, else $XDG_CACHE_HOME/fmha-jit, else ~/.cache/fmha-jit.
+  std::optional<std::filesystem::path> cache_dir;
+  // Load the module on the GPU during setup. When false or when no GPU exists, the binary is only
+  // obtained (and cached); the runner loads it on first use.
+  bool load = true;
+};
+
+// Device pointers of a forward call. Tensors follow the problem's strides; lse may be null when the
+// kernel writes no LSE.
+struct FwdTensors {
+  const void* q = nullptr;
+  const void* k = nullptr;
+  const void* v = nullptr;
+  void* o = nullptr;
+  float* lse = nullptr;
+};
+
+// Device pointers of a backward call. o and lse are the forward's outputs.
+struct BwdTensors {
+  const void* q = nullptr;
+  const void* k = nullptr;
+  const void* v = nullptr;
+  const void* o = nullptr;
+  const float* lse = nullptr;
+  const void* d_o = nullptr;
+  void* d_q = nullptr;
+  void* d_k = nullptr;
+  void* d_v = nullptr;
+  // Workspace of at least bwd_workspace_bytes(problem) bytes, 256-byte aligned; null = the runner
+  // allocates it for the call.
+  void* workspace = nullptr;
+  std::size_t workspace_bytes = 0;
+};
+
+class FmhaRunner {
+ public:
+  virtual ~FmhaRunner() = default;
+  virtual const FmhaKernelConfig& config() const = 0;  // canonical
+  virtual const std::string& key() const = 0;
+  virtual const std::vector<std::string>& kernel_symbols() const = 0;
+  // True once the module is loaded on the GPU.
+  virtual bool loaded() const = 0;
+  // Throws FieldError (invalid_problem) when the kernel cannot run the problem (hdim or mask kind
+  // differs, sizes invalid). Cheap; run_* call it too.
+  virtual void check(const FmhaProblem& problem) const = 0;
+  // Launches asynchronously on `stream` (a CUstream / hipStream_t; null = default stream).
+  virtual void run_fwd(const FmhaProblem& problem, const FwdTensors& tensors,
+                       void* stream = nullptr) = 0;
+  virtual void run_bwd(const FmhaProblem& problem, const BwdTensors& tensors,
+                       void* stream = nullptr) = 0;
+  // Bytes of workspace a backward of this problem needs (0 for fwd kernels).
+  virtual std::size_t bwd_workspace_bytes(const FmhaProblem& problem) const = 0;
+};
+
+struct FmhaSetupResult {
+  bool success = false;
+  std::string error;  // one line; empty on success
+  std::optional<ErrorCode> error_code;
+  double build_time_s = 0;  // wall time of setup: lookup, and compile + store on a miss
+  BinarySource source = BinarySource::compiled;
+  std::string key;
+  FmhaKernelConfig config;  // canonical
+  std::shared_ptr<FmhaRunner> runner;
+};
+
+// Never throws: failures are reported in the result (error names the field / compile log path).
+FmhaSetupResult setup_fmha_dispatcher(const FmhaKernelConfig& config,
+                                      const SetupOptions& options = {});
+
+}  // namespace fmha_jit

@@ -1,0 +1,58 @@
+// Kernel parameter blocks shared by the host dispatcher and every device template.
+//
+// This header is compiled three ways: by the host C++ compiler (dispatcher/), by NVRTC and by
+// hipRTC. It therefore uses only built-in types: no <cstdint>, no toolkit headers. The structs are
+// passed by value as the single kernel argument, so host and device must agree on their layout;
+// static_asserts in dispatcher/launch.cpp pin the sizes.
+#pragma once
+
+typedef long long fmha_index_t;
+
+// Strides are in elements, the last dimension (hdim) is always contiguous. A tensor is addressed as
+// base + b * batch + h * head + s * row + d.
+struct FmhaStrides {
+  fmha_index_t batch;
+  fmha_index_t head;
+  fmha_index_t row;
+};
+
+// Forward: O = softmax(scale * Q K^T + mask) V, and LSE = logsumexp of the masked, scaled scores
+// (natural log) when the kernel was generated with LSE output.
+struct FmhaFwdParams {
+  const void* q;  // [B, Hq, Sq, Dq] addressed through q_strides
+  const void* k;  // [B, Hk, Sk, Dq]
+  const void* v;  // [B, Hk, Sk, Dv]
+  void* o;        // [B, Hq, Sq, Dv]
+  float* lse;     // [B, Hq, Sq] contiguous; may be null when the kernel writes no LSE
+  FmhaStrides q_strides;
+  FmhaStrides k_strides;
+  FmhaStrides v_strides;
+  FmhaStrides o_strides;
+  int batch;
+  int nhead_q;
+  int nhead_k;  // nhead_q % nhead_k == 0; query head h reads key/value head h / (nhead_q / nhead_k)
+  int seqlen_q;
+  int seqlen_k;
+  int window_left;   // sliding window only; -1 = unbounded
+  int window_right;  // sliding window only; -1 = unbounded
+  float scale;       // softmax scale applied to Q K^T
+  float scale_log2;  // scale * log2(e): kernels evaluate exp2(s * scale_log2 - m)
+};
+
+// Backward: given dO, O and LSE of the forward, computes dQ, dK, dV.
+struct FmhaBwdParams {
+  FmhaFwdParams fwd;  // q, k, v, o and lse (lse is required, never null here)
+  const void* d_o;    // [B, Hq, Sq, Dv] addressed through do_strides
+  void* d_q;          // [B, Hq, Sq, Dq] addressed through dq_strides
+  void* d_k;          // [B, Hk, Sk, Dq] addressed through dk_strides
+  void* d_v;          // [B, Hk, Sk, Dv] addressed through dv_strides
+  FmhaStrides do_strides;
+  FmhaStrides dq_strides;
+  FmhaStrides dk_strides;
+  FmhaStrides dv_strides;
+  float* d_rowsum;  // workspace: D = rowsum(dO * O), [B, Hq, Sq] fp32
+  float* dq_accum;  // workspace: fp32 dQ accumulation (layout owned by the kernel family); may be null
+  float* dk_accum;  // workspace: fp32 dK accumulation for GQA reduction; may be null
+  float* dv_accum;  // workspace: fp32 dV accumulation for GQA reduction; may be null
+  int* semaphores;  // workspace: ordering counters for the deterministic mode; may be null
+};

@@ -1,0 +1,179 @@
+// Real NVRTC / hipRTC compiles through the pipeline; no GPU needed.
+#include <catch2/catch.hpp>
+
+#include <atomic>
+#include <thread>
+
+#include "cache/disk_cache.hpp"
+#include "cache/file_io.hpp"
+#include "codegen/rtc/compiler.hpp"
+#include "dispatcher/pipeline.hpp"
+#include "fmha_jit/dispatcher.hpp"
+#include "fmha_jit/error.hpp"
+#include "support/test_support.hpp"
+
+using namespace fmha_jit;
+namespace fs = std::filesystem;
+
+namespace {
+
+bool is_elf(const std::vector<std::uint8_t>& b) {
+  return b.size() > 64 && b[0] == 0x7f && b[1] == 'E' && b[2] == 'L' && b[3] == 'F';
+}
+int elf_machine(const std::vector<std::uint8_t>& b) { return b[18] | (b[19] << 8); }
+constexpr int kEmCuda = 190;    // EM_CUDA: a cubin, not PTX text
+constexpr int kEmAmdgpu = 224;  // EM_AMDGPU: a gfx code object
+
+}  // namespace
+
+TEST_CASE("rtc: NVRTC builds cubins for sm_80, sm_90 and sm_90a, fwd and bwd", "[rtc]") {
+  test::TempDir tmp;
+  for (const char* arch : {"sm_80", "sm_90", "sm_90a"}) {
+    for (Family family : {Family::fwd, Family::bwd}) {
+      INFO(arch << " " << to_string(family));
+      auto config = test::small_config(family, arch);
+      config.mask = MaskKind::causal_bottom_right;
+      const auto got = dispatch::obtain_kernel(config, tmp.path());
+      CHECK(got.source == BinarySource::compiled);
+      const auto& k = *got.kernel;
+      CHECK(is_elf(k.binary));
+      CHECK(elf_machine(k.binary) == kEmCuda);
+      const auto& m = k.manifest;
+      CHECK(m.arch == arch);
+      CHECK(m.compiler_id == "nvrtc");
+      CHECK(m.binary_file == "kernel.cubin");
+      // The ptxas report is parsed for every stage: registers used, nothing spilled.
+      REQUIRE(m.resources.size() == m.kernel_symbols.size());
+      for (const auto& r : m.resources) {
+        INFO(r.symbol);
+        CHECK(r.registers > 0);
+        CHECK(r.spill_store_bytes == 0);
+        CHECK(r.spill_load_bytes == 0);
+      }
+      CHECK(fs::exists(tmp.path() / "v1" / "entries" / k.key.substr(0, 2) / k.key / "source.cu"));
+    }
+  }
+}
+
+TEST_CASE("rtc: hipRTC builds a gfx90a code object", "[rtc]") {
+  test::TempDir tmp;
+  for (Family family : {Family::fwd, Family::bwd}) {
+    const auto got = dispatch::obtain_kernel(test::small_config(family, "gfx90a"), tmp.path());
+    CHECK(got.source == BinarySource::compiled);
+    CHECK(is_elf(got.kernel->binary));
+    CHECK(elf_machine(got.kernel->binary) == kEmAmdgpu);
+    CHECK(got.kernel->manifest.compiler_id == "hiprtc");
+    CHECK(got.kernel->manifest.binary_file == "kernel.hsaco");
+  }
+}
+
+TEST_CASE("rtc: archs hipRTC would crash on never reach it", "[rtc]") {
+  for (const char* arch : {"gfx942", "gfx1100", "gfx908", "sm_100"}) {
+    INFO(arch);
+    CHECK_THROWS_AS(codegen::rtc::compiler_for(arch), FieldError);
+    auto config = test::small_config(Family::fwd, arch);
+    const auto r = setup_fmha_dispatcher(config, {.cache_dir = fs::temp_directory_path()});
+    CHECK_FALSE(r.success);
+    CHECK(r.error_code == ErrorCode::invalid_config);
+    CHECK_THAT(r.error, Catch::Contains("arch") && Catch::Contains("gfx90a"));
+  }
+  // Called directly with a bad arch, the hipRTC backend refuses before compiling.
+  codegen::rtc::CompileRequest request;
+  request.entry = {"x.cu", "extern \"C\" __global__ void k() {}"};
+  request.arch = "gfx942";
+  CHECK_THROWS_AS(codegen::rtc::hiprtc_compiler().compile(request), FieldError);
+}
+
+TEST_CASE("rtc: a compile error carries the log and the options", "[rtc]") {
+  for (const char* arch : {"sm_90", "gfx90a"}) {
+    INFO(arch);
+    const auto& compiler = codegen::rtc::compiler_for(arch);
+    codegen::rtc::CompileRequest request;
+    request.entry = {"broken.cu", "extern \"C\" __global__ void k() { this is not C++; }\n"};
+    request.arch = arch;
+    request.options = compiler.options(test::small_config(Family::fwd, arch));
+    try {
+      compiler.compile(request);
+      FAIL("compiled broken source");
+    } catch (const CompileError& e) {
+      CHECK_THAT(e.log(), Catch::Contains("error"));
+      CHECK_THAT(e.what(), Catch::Contains("broken.cu"));
+      CHECK(e.options() == request.options);
+    }
+  }
+}
+
+TEST_CASE("rtc: disk hit after the in-process cache is dropped; memory hit before", "[rtc]") {
+  test::TempDir tmp;
+  const auto config = test::small_config(Family::fwd, "sm_90");
+  const auto first = setup_fmha_dispatcher(config, {.cache_dir = tmp.path(), .load = false});
+  REQUIRE(first.success);
+  CHECK(first.source == BinarySource::compiled);
+  const auto second = setup_fmha_dispatcher(config, {.cache_dir = tmp.path(), .load = false});
+  CHECK(second.source == BinarySource::memory);
+  CHECK(second.runner == first.runner);
+  dispatch::clear_memory_cache();
+  const auto third = setup_fmha_dispatcher(config, {.cache_dir = tmp.path(), .load = false});
+  CHECK(third.source == BinarySource::disk);
+  CHECK(third.key == first.key);
+  CHECK(third.config == canonicalize(config));
+}
+
+TEST_CASE("rtc: a corrupt entry is rebuilt, not loaded", "[rtc]") {
+  test::TempDir tmp;
+  const auto config = test::small_config(Family::bwd, "sm_90");
+  const auto first = dispatch::obtain_kernel(config, tmp.path());
+  dispatch::clear_memory_cache();
+  const auto dir = cache::DiskCache(tmp.path()).entry_dir(first.kernel->key);
+  fs::resize_file(dir / "kernel.cubin", 100);
+  const auto second = dispatch::obtain_kernel(config, tmp.path());
+  CHECK(second.source == BinarySource::compiled);
+  CHECK(second.kernel->binary == first.kernel->binary);
+  dispatch::clear_memory_cache();
+  CHECK(dispatch::obtain_kernel(config, tmp.path()).source == BinarySource::disk);
+}
+
+TEST_CASE("rtc: threads compile each key once, different keys concurrently", "[rtc]") {
+  test::TempDir tmp;
+  dispatch::clear_memory_cache();
+  std::vector<FmhaKernelConfig> configs;
+  for (Family family : {Family::fwd, Family::bwd}) {
+    for (DType dtype : {DType::fp16, DType::bf16}) {
+      auto c = test::small_config(family, "sm_90");
+      c.dtype = dtype;
+      c.hdim_q = c.hdim_v = 32;
+      configs.push_back(c);
+    }
+  }
+  std::atomic<int> compiled{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&, t] {
+      for (std::size_t i = 0; i < configs.size(); ++i) {
+        const auto& c = configs[(i + t) % configs.size()];
+        if (dispatch::obtain_kernel(c, tmp.path()).source == BinarySource::compiled) ++compiled;
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  CHECK(compiled == static_cast<int>(configs.size()));
+}
+
+TEST_CASE("rtc: no GPU needed for setup; the runner says why it cannot launch", "[rtc]") {
+  if (gpu_available()) return;  // covered by the gpu suite there
+  test::TempDir tmp;
+  const auto r = setup_fmha_dispatcher(test::small_config(), {.cache_dir = tmp.path()});
+  REQUIRE(r.success);
+  REQUIRE(r.runner);
+  CHECK_FALSE(r.runner->loaded());
+  FmhaProblem p;
+  p.hdim_q = p.hdim_v = 64;
+  int dummy[64];
+  FwdTensors t{dummy, dummy, dummy, dummy, nullptr};
+  try {
+    r.runner->run_fwd(p, t);
+    FAIL("launched without a GPU");
+  } catch (const Error& e) {
+    CHECK(e.code() == ErrorCode::device_unavailable);
+  }
+}

@@ -1,0 +1,149 @@
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include <set>
+
+#include "codegen/kernel_name.hpp"
+#include "codegen/render.hpp"
+#include "codegen/rtc/ptxas_report.hpp"
+#include "codegen/sweep.hpp"
+#include "codegen/templates.hpp"
+#include "fmha_jit/error.hpp"
+#include "support/test_support.hpp"
+
+using namespace fmha_jit;
+
+TEST_CASE("codegen: the entry is thin and names every stage", "[codegen]") {
+  for (Family family : {Family::fwd, Family::bwd}) {
+    auto config = test::small_config(family);
+    config.hdim_q = 192;
+    config.hdim_v = 128;
+    config.mask = MaskKind::sliding_window;
+    const auto canonical = canonicalize(config);
+    const auto entry = codegen::render_entry(canonical);
+    CHECK(entry.symbols.size() == codegen::stage_roles(canonical).size());
+    for (const auto& symbol : entry.symbols) {
+      CHECK_THAT(entry.source, Catch::Contains("extern \"C\" __global__") &&
+                                   Catch::Contains(symbol + "("));
+    }
+    CHECK_THAT(entry.source, Catch::Contains("kHdimQ = 192;") &&
+                                 Catch::Contains("kHdimV = 128;") &&
+                                 Catch::Contains("kMaskKind = 3;") &&
+                                 Catch::Contains("typedef fmha_bf16 Element;"));
+    // Thin: constants, aliases and one call per symbol; the kernel bodies live in templates/.
+    const auto lines = std::count(entry.source.begin(), entry.source.end(), '\n');
+    CHECK(lines < 40);
+    CHECK(entry.source.find("for (") == std::string::npos);
+  }
+}
+
+TEST_CASE("codegen: kernel names are readable and unique across the sweep", "[codegen]") {
+  const auto items = codegen::plan_sweep(nlohmann::json{
+      {"family", {"fwd", "bwd"}},
+      {"dtype", {"fp16", "bf16"}},
+      {"hdim_q", {32, 64, 96, 128, 192, 256}},
+      {"hdim_v", {32, 64, 96, 128, 192, 256}},
+      {"mask", {"none", "causal", "causal-br", "window"}},
+      {"deterministic", {false, true}},
+      {"lse", {false, true}},
+      {"arch", {"sm_80", "sm_90", "sm_90a", "gfx90a"}}});
+  std::set<std::string> names;
+  int valid = 0;
+  for (const auto& item : items) {
+    if (!item.valid) continue;
+    ++valid;
+    const auto name = codegen::kernel_base_name(item.config);
+    CHECK(names.insert(name).second);
+    CHECK(name.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_") == std::string::npos);
+  }
+  // 7 head-dim pairs x 4 masks x 2 dtypes x 4 archs, fwd x 2 lse + bwd x 2 deterministic.
+  CHECK(valid == 7 * 4 * 2 * 4 * (2 + 2));
+  const auto sample = codegen::kernel_base_name(canonicalize(test::small_config()));
+  CHECK(sample.starts_with("fmha_fwd_bf16_hq64_hv64_sm90_none_lse_reference_"));
+}
+
+TEST_CASE("codegen: quoted includes and template closure", "[codegen]") {
+  CHECK(codegen::quoted_includes("#include \"a/b.h\"\n  #  include \"c.h\" // x\n#include <d>\n"
+                                 "// #include \"not/this.h\"\nint x;\n") ==
+        std::vector<std::string>{"a/b.h", "c.h"});
+  const auto entry = codegen::render_entry(canonicalize(test::small_config()));
+  std::set<std::string> paths;
+  for (const auto* t : codegen::TemplateSet::embedded().closure(entry.source)) {
+    paths.emplace(t->path);
+  }
+  CHECK(paths.count("common/fmha_params.h") == 1);
+  CHECK(paths.count("common/mask.h") == 1);
+  CHECK(paths.count("reference/fmha_reference_fwd.h") == 1);
+  CHECK(paths.count("reference/fmha_reference_bwd.h") == 0);
+  CHECK_THROWS_AS(codegen::TemplateSet::embedded().closure("#include \"no/such.h\"\n"), Error);
+}
+
+TEST_CASE("sweep: lists expand to a product; invalid points are skipped with a reason", "[sweep]") {
+  const auto points = codegen::expand_sweep(nlohmann::json::parse(
+      R"({"family": ["fwd", "bwd"], "hdim_q": [64, 128], "hdim_v": [64, 128], "arch": "sm_90"})"));
+  CHECK(points.size() == 8);
+  const auto items = codegen::plan_sweep(nlohmann::json::parse(
+      R"({"family": ["fwd", "bwd"], "hdim_q": [64, 128], "hdim_v": [64, 128], "arch": "sm_90"})"));
+  int valid = 0, skipped = 0;
+  for (const auto& item : items) {
+    if (item.valid) {
+      ++valid;
+    } else {
+      ++skipped;
+      CHECK_THAT(item.skip_reason, Catch::Contains("hdim_v"));
+    }
+  }
+  CHECK(valid == 4);
+  CHECK(skipped == 4);
+}
+
+TEST_CASE("sweep: duplicates after canonicalisation are dropped", "[sweep]") {
+  // deterministic does not apply to fwd: two points, one kernel.
+  const auto items = codegen::plan_sweep(
+      nlohmann::json::parse(R"({"family": "fwd", "deterministic": [false, true]})"));
+  CHECK(items.size() == 1);
+}
+
+TEST_CASE("sweep: arrays of objects, and malformed documents", "[sweep]") {
+  CHECK(codegen::expand_sweep(nlohmann::json::parse(R"([{"hdim_q": [64, 128]}, {}])")).size() == 3);
+  CHECK_THROWS_AS(codegen::expand_sweep(nlohmann::json::parse(R"({"hdim_q": []})")), FieldError);
+  CHECK_THROWS_AS(codegen::expand_sweep(nlohmann::json::parse(R"([1, 2])")), FieldError);
+  CHECK_THROWS_AS(codegen::expand_sweep(nlohmann::json::parse("\"x\"")), FieldError);
+  nlohmann::json huge = nlohmann::json::object();
+  for (const char* f : {"hdim_q", "hdim_v", "block_m", "block_n"}) {
+    huge[f] = nlohmann::json::array();
+    for (int i = 0; i < 20; ++i) huge[f].push_back(i);
+  }
+  CHECK_THROWS_AS(codegen::expand_sweep(huge), FieldError);  // 160000 points
+  // Unknown fields are reported per point, not thrown for the whole file.
+  const auto items = codegen::plan_sweep(nlohmann::json::parse(R"({"hdimq": 64})"));
+  REQUIRE(items.size() == 1);
+  CHECK_FALSE(items[0].valid);
+  CHECK_THAT(items[0].skip_reason, Catch::Contains("hdimq"));
+}
+
+TEST_CASE("ptxas report: registers, spills, stack and shared memory per entry", "[codegen]") {
+  const char* log =
+      "ptxas info    : 0 bytes gmem\n"
+      "ptxas info    : Compiling entry function 'k_fwd' for 'sm_90'\n"
+      "ptxas info    : Function properties for k_fwd\n"
+      "ptxas         .     8 bytes stack frame, 4 bytes spill stores, 12 bytes spill loads\n"
+      "ptxas info    : Used 168 registers, used 1 barriers, 4096 bytes smem, 400 bytes cmem[0]\n"
+      "ptxas info    : Compiling entry function 'k_bwd' for 'sm_90'\n"
+      "ptxas info    : Function properties for k_bwd\n"
+      "ptxas         .     0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads\n"
+      "ptxas info    : Used 40 registers, used 1 barriers, 400 bytes cmem[0]\n";
+  const auto r = codegen::rtc::parse_ptxas_report(log);
+  REQUIRE(r.size() == 2);
+  CHECK(r[0].symbol == "k_fwd");
+  CHECK(r[0].registers == 168);
+  CHECK(r[0].stack_frame_bytes == 8);
+  CHECK(r[0].spill_store_bytes == 4);
+  CHECK(r[0].spill_load_bytes == 12);
+  CHECK(r[0].static_smem_bytes == 4096);
+  CHECK(r[1].symbol == "k_bwd");
+  CHECK(r[1].registers == 40);
+  CHECK(r[1].spill_store_bytes == 0);
+  CHECK(r[1].static_smem_bytes == 0);
+  CHECK(codegen::rtc::parse_ptxas_report("garbage\n'\n").empty());
+}

@@ -1,0 +1,190 @@
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include "fmha_jit/config.hpp"
+#include "fmha_jit/error.hpp"
+
+using namespace fmha_jit;
+
+namespace {
+
+// The FieldError thrown by f, checked to name `field` and to list `accepted_fragment`.
+template <class F>
+FieldError field_error(F&& f) {
+  try {
+    f();
+  } catch (const FieldError& e) {
+    return e;
+  }
+  FAIL("no FieldError thrown");
+  throw;  // unreachable
+}
+
+nlohmann::json base_json() {
+  return {{"family", "fwd"}, {"dtype", "bf16"}, {"hdim_q", 128}, {"hdim_v", 128},
+          {"arch", "sm_90"}, {"mask", "none"}};
+}
+
+}  // namespace
+
+TEST_CASE("config: JSON round trip over every enum value and field", "[config]") {
+  int fields = 0;
+  FmhaKernelConfig probe;
+  for_each_field(probe, [&](const FieldInfo&, auto&) { ++fields; });
+  for (const auto& family : kFamilyNames) {
+    for (const auto& dtype : kDTypeNames) {
+      for (const auto& mask : kMaskNames) {
+        for (const auto& impl : kImplNames) {
+          FmhaKernelConfig c;
+          c.family = family.value;
+          c.dtype = dtype.value;
+          c.mask = mask.value;
+          c.impl = impl.value;
+          c.deterministic = true;
+          c.lse = false;
+          c.hdim_q = 192;
+          c.hdim_v = 128;
+          c.arch = "gfx90a";
+          c.block_m = 3;
+          const nlohmann::json j = to_json(c);
+          CHECK(static_cast<int>(j.size()) == fields);
+          CHECK(config_from_json(j) == c);
+          CHECK(config_from_json(nlohmann::json::parse(j.dump())) == c);
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("config: aliases parse to the canonical spelling", "[config]") {
+  auto j = base_json();
+  j["mask"] = "causal-br";
+  CHECK(config_from_json(j).mask == MaskKind::causal_bottom_right);
+  CHECK(to_json(config_from_json(j))["mask"] == "causal_bottom_right");
+  j["mask"] = "causal";
+  CHECK(config_from_json(j).mask == MaskKind::causal_top_left);
+  j["mask"] = "window";
+  CHECK(config_from_json(j).mask == MaskKind::sliding_window);
+}
+
+TEST_CASE("config: missing fields take their defaults", "[config]") {
+  CHECK(config_from_json(nlohmann::json::object()) == FmhaKernelConfig{});
+}
+
+TEST_CASE("config: parse errors name field, value and accepted values", "[config]") {
+  SECTION("unknown field") {
+    auto j = base_json();
+    j["hdim"] = 64;
+    const auto e = field_error([&] { config_from_json(j); });
+    CHECK(e.field() == "config field 'hdim'");
+    CHECK_THAT(e.accepted(), Catch::Contains("hdim_q") && Catch::Contains("num_stages"));
+  }
+  SECTION("unknown enum spelling") {
+    auto j = base_json();
+    j["dtype"] = "fp8";
+    const auto e = field_error([&] { config_from_json(j); });
+    CHECK(e.field() == "dtype");
+    CHECK(e.value() == "\"fp8\"");
+    CHECK(e.accepted() == "fp16, bf16");
+    CHECK_THAT(std::string(e.what()), Catch::Contains("dtype") && Catch::Contains("fp8"));
+  }
+  SECTION("wrong types") {
+    for (auto [field, value] : std::vector<std::pair<std::string, nlohmann::json>>{
+             {"hdim_q", "128"}, {"deterministic", 1}, {"arch", 90}, {"mask", true},
+             {"hdim_v", 1.5}, {"block_m", 1LL << 40}}) {
+      auto j = base_json();
+      j[field] = value;
+      const auto e = field_error([&] { config_from_json(j); });
+      CHECK(e.field() == field);
+    }
+  }
+  SECTION("not an object") {
+    const auto e = field_error([&] { config_from_json(nlohmann::json::array()); });
+    CHECK(e.field() == "config");
+  }
+}
+
+TEST_CASE("config: validate rejects unsupported combinations", "[config]") {
+  struct Case {
+    const char* field;
+    nlohmann::json value;
+    const char* accepted_fragment;
+  };
+  const std::vector<Case> cases = {
+      {"hdim_q", 80, "32, 64, 96, 128, 192, 256"},
+      {"hdim_q", 0, "32, 64"},
+      {"hdim_v", 64, "128"},
+      {"arch", "gfx942", "sm_80, sm_86, sm_89, sm_90, sm_90a, gfx90a"},
+      {"arch", "gfx1100", "gfx90a"},
+      {"arch", "sm_100", "sm_90a"},
+      {"arch", "", "sm_80"},
+      {"block_m", 64, "0 (heuristic), 1"},
+      {"block_n", 64, "128"},
+      {"num_warps", 8, "4"},
+      {"num_stages", 2, "1"},
+  };
+  for (const auto& c : cases) {
+    auto j = base_json();
+    j[c.field] = c.value;
+    if (std::string(c.field) == "hdim_q") j["hdim_v"] = c.value;
+    if (std::string(c.field) == "block_m" || std::string(c.field) == "block_n" ||
+        std::string(c.field) == "num_warps" || std::string(c.field) == "num_stages") {
+      j["impl"] = "reference";
+    }
+    INFO(c.field << " = " << c.value.dump());
+    const auto config = config_from_json(j);
+    const auto e = field_error([&] { validate(config); });
+    CHECK(e.field() == c.field);
+    CHECK(e.code() == ErrorCode::invalid_config);
+    CHECK_THAT(e.accepted(), Catch::Contains(c.accepted_fragment));
+    CHECK_THROWS_AS(canonicalize(config), FieldError);
+  }
+}
+
+TEST_CASE("config: (192, 128) is the only hdim_v != hdim_q accepted", "[config]") {
+  FmhaKernelConfig c;
+  c.hdim_q = 192;
+  c.hdim_v = 128;
+  CHECK_NOTHROW(validate(c));
+  c.hdim_q = 256;
+  CHECK_THROWS_AS(validate(c), FieldError);
+}
+
+TEST_CASE("config: canonical form", "[config]") {
+  FmhaKernelConfig fwd;
+  fwd.family = Family::fwd;
+  fwd.deterministic = true;
+  const auto cf = canonicalize(fwd);
+  CHECK_FALSE(cf.deterministic);
+  CHECK(cf.impl == KernelImpl::reference);
+  CHECK(cf.block_m > 0);
+  CHECK(cf.block_n > 0);
+  CHECK(cf.num_warps > 0);
+  CHECK(cf.num_stages > 0);
+  CHECK(canonicalize(cf) == cf);  // idempotent
+
+  FmhaKernelConfig fwd2 = fwd;
+  fwd2.deterministic = false;
+  fwd2.impl = KernelImpl::reference;
+  fwd2.block_n = cf.block_n;  // explicit = heuristic value
+  CHECK(canonical_string(fwd) == canonical_string(fwd2));
+
+  FmhaKernelConfig bwd;
+  bwd.family = Family::bwd;
+  bwd.lse = true;
+  bwd.deterministic = true;
+  const auto cb = canonicalize(bwd);
+  CHECK_FALSE(cb.lse);
+  CHECK(cb.deterministic);
+  CHECK(canonical_string(bwd) != canonical_string(fwd));
+}
+
+TEST_CASE("config: AMD arch gets wavefront-sized warps", "[config]") {
+  FmhaKernelConfig c;
+  c.arch = "gfx90a";
+  const auto canonical = canonicalize(c);
+  CHECK(canonical.num_warps * 64 == canonical.block_n);
+  CHECK(vendor_of("gfx90a") == Vendor::amd);
+  CHECK(vendor_of("sm_90a") == Vendor::nvidia);
+  CHECK_FALSE(vendor_of("tpu").has_value());
+}
