@@ -34,7 +34,8 @@ ArchiveReport export_archive(DiskCache& cache, const std::filesystem::path& file
       continue;
     }
     const Manifest& m = *info.manifest;
-    const LoadResult loaded = cache.load(info.key, {m.arch, m.compiler_id, m.compiler_version});
+    const LoadResult loaded =
+        cache.load(info.key, {m.arch, m.compiler_id, m.compiler_version}, false);
     if (!loaded.entry) {
       report.rejected.push_back(info.key + ": " + loaded.rejected);
       continue;
@@ -97,7 +98,8 @@ ArchiveReport import_archive(DiskCache& cache, const std::filesystem::path& file
       const auto manifest_bytes = file_bytes("manifest.json");
       EntryFiles entry;
       entry.manifest = manifest_from_json(nlohmann::json::parse(manifest_bytes));
-      if (entry.manifest.key != key) throw Error(ErrorCode::cache_error, "manifest names another key");
+      if (entry.manifest.key != key)
+        throw Error(ErrorCode::cache_error, "manifest names another key");
       if (entry.manifest.format_version != kCacheFormatVersion) {
         throw Error(ErrorCode::cache_error, "unsupported entry format");
       }

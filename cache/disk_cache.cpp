@@ -1,7 +1,7 @@
 #include "cache/disk_cache.hpp"
 
-#include <spdlog/spdlog.h>
 #include <fcntl.h>
+#include <spdlog/spdlog.h>
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -57,14 +57,14 @@ DiskCache::DiskCache(fs::path root, std::optional<std::uint64_t> max_bytes)
     : root_(std::move(root)), max_bytes_(max_bytes) {
   std::error_code ec;
   fs::create_directories(entries_dir(), ec);
-  if (!ec) fs::create_directories(root_ / "v1" / "locks", ec);
+  if (!ec) fs::create_directories(version_dir() / "locks", ec);
   if (ec) {
-    unwritable_reason_ = "cannot create " + (root_ / "v1").string() + ": " + ec.message();
+    unwritable_reason_ = "cannot create " + (version_dir()).string() + ": " + ec.message();
     return;
   }
   // Creating a folder can succeed where writing files fails (a read-only bind mount of an existing
   // tree); probe with a real file.
-  const fs::path probe = root_ / "v1" / unique_name(".probe-");
+  const fs::path probe = version_dir() / unique_name(".probe-");
   try {
     write_file_durably(probe, bytes_of("probe"));
     fs::remove(probe, ec);
@@ -74,12 +74,16 @@ DiskCache::DiskCache(fs::path root, std::optional<std::uint64_t> max_bytes)
   }
 }
 
+fs::path DiskCache::version_dir() const {
+  return root_ / ("v" + std::to_string(kCacheFormatVersion));
+}
+
 fs::path DiskCache::entry_dir(const std::string& key) const {
   return entries_dir() / key.substr(0, 2) / key;
 }
 
 fs::path DiskCache::lock_path(const std::string& key) const {
-  return root_ / "v1" / "locks" / (key + ".lock");
+  return version_dir() / "locks" / (key + ".lock");
 }
 
 std::chrono::milliseconds DiskCache::lock_timeout() {
@@ -90,7 +94,7 @@ std::chrono::milliseconds DiskCache::lock_timeout() {
   return std::chrono::minutes(10);
 }
 
-LoadResult DiskCache::load(const std::string& key, const Expectation& expect) const {
+LoadResult DiskCache::load(const std::string& key, const Expectation& expect, bool touch) const {
   LoadResult result;
   const fs::path dir = entry_dir(key);
   const auto manifest_bytes = read_file(dir / "manifest.json");
@@ -115,7 +119,8 @@ LoadResult DiskCache::load(const std::string& key, const Expectation& expect) co
                   std::to_string(kCacheFormatVersion));
   }
   if (m.key != key) return reject("manifest names key " + m.key);
-  if (m.arch != expect.arch) return reject("built for arch " + m.arch + ", expected " + expect.arch);
+  if (m.arch != expect.arch)
+    return reject("built for arch " + m.arch + ", expected " + expect.arch);
   if (m.compiler_id != expect.compiler_id || m.compiler_version != expect.compiler_version) {
     return reject("built by " + m.compiler_id + " " + m.compiler_version + ", expected " +
                   expect.compiler_id + " " + expect.compiler_version);
@@ -123,12 +128,12 @@ LoadResult DiskCache::load(const std::string& key, const Expectation& expect) co
   auto binary = read_file(dir / m.binary_file);
   if (!binary) return reject(m.binary_file + " missing or unreadable");
   if (binary->size() != m.binary_size) {
-    return reject(m.binary_file + " has " + std::to_string(binary->size()) + " bytes, manifest says " +
-                  std::to_string(m.binary_size));
+    return reject(m.binary_file + " has " + std::to_string(binary->size()) +
+                  " bytes, manifest says " + std::to_string(m.binary_size));
   }
   if (xxh3_128_hex(*binary) != m.binary_xxh3) return reject(m.binary_file + " checksum mismatch");
   // The LRU clock: mtime of the manifest. Failure (read-only cache) is harmless.
-  ::utimensat(AT_FDCWD, (dir / "manifest.json").c_str(), nullptr, 0);
+  if (touch) ::utimensat(AT_FDCWD, (dir / "manifest.json").c_str(), nullptr, 0);
   result.entry = EntryFiles{std::move(m), std::move(*binary), {}};
   return result;
 }
@@ -190,7 +195,8 @@ void DiskCache::store(const EntryFiles& entry) {
   // complete entry or none.
   const fs::path staging = shard / unique_name(".staging-" + key + "-");
   fs::create_directory(staging, ec);
-  if (ec) throw Error(ErrorCode::io_error, "cannot create " + staging.string() + ": " + ec.message());
+  if (ec)
+    throw Error(ErrorCode::io_error, "cannot create " + staging.string() + ": " + ec.message());
   try {
     write_file_durably(staging / entry.manifest.binary_file, entry.binary);
     write_file_durably(staging / entry.manifest.source_file, bytes_of(entry.source));
@@ -260,7 +266,7 @@ DiskCache::VerifyReport DiskCache::verify(bool fix) {
       problem = "manifest.json missing or malformed";
     } else {
       const Manifest& m = *info.manifest;
-      const LoadResult r = load(info.key, {m.arch, m.compiler_id, m.compiler_version});
+      const LoadResult r = load(info.key, {m.arch, m.compiler_id, m.compiler_version}, false);
       problem = r.entry ? "" : r.rejected;
     }
     if (problem.empty()) {
@@ -270,7 +276,13 @@ DiskCache::VerifyReport DiskCache::verify(bool fix) {
     ++report.bad;
     report.problems.push_back(info.key + ": " + problem);
     if (fix) {
-      FileLock lock(lock_path(info.key), lock_timeout());
+      // Under the key's lock, so an entry being rebuilt right now is not pulled away; a lock that
+      // cannot be had quickly means someone is rebuilding it already.
+      FileLock lock(lock_path(info.key), std::chrono::seconds(5));
+      if (!lock.locked()) {
+        report.problems.back() += " (not removed: " + lock.error() + ")";
+        continue;
+      }
       remove_dir(entry_dir(info.key));
       ++report.removed;
     }
@@ -285,7 +297,7 @@ int DiskCache::clear() {
     ++removed;
   }
   std::error_code ec;
-  for (const auto& f : fs::directory_iterator(root_ / "v1" / "locks", ec)) {
+  for (const auto& f : fs::directory_iterator(version_dir() / "locks", ec)) {
     // Only unlocked lock files are deleted; one held by a compiling process stays.
     FileLock probe(f.path(), std::chrono::milliseconds(0));
     if (probe.locked()) fs::remove(f.path(), ec);

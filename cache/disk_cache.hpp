@@ -49,14 +49,17 @@ class DiskCache {
                      std::optional<std::uint64_t> max_bytes = std::nullopt);
 
   const std::filesystem::path& root() const { return root_; }
+  // <root>/v<format version>: entries of other format versions are never read.
+  std::filesystem::path version_dir() const;
   std::filesystem::path entry_dir(const std::string& key) const;
   // False when the folder cannot be created or written (read-only, a file in the way, ...).
   bool writable() const { return writable_; }
   const std::string& unwritable_reason() const { return unwritable_reason_; }
 
-  // Lock-free read. Verifies format, key, expectation, size and checksum; touches the manifest's
-  // mtime (the LRU clock). A rejected entry is left in place: get_or_build() removes it under lock.
-  LoadResult load(const std::string& key, const Expectation& expect) const;
+  // Lock-free read. Verifies format, key, expectation, size and checksum; with `touch`, marks the
+  // entry used (the manifest's mtime is the LRU clock): inspection (verify, export) does not.
+  // A rejected entry is left in place: get_or_build() removes it under the key's lock.
+  LoadResult load(const std::string& key, const Expectation& expect, bool touch = true) const;
 
   struct Obtained {
     EntryFiles entry;
@@ -93,7 +96,7 @@ class DiskCache {
   static std::chrono::milliseconds lock_timeout();
 
  private:
-  std::filesystem::path entries_dir() const { return root_ / "v1" / "entries"; }
+  std::filesystem::path entries_dir() const { return version_dir() / "entries"; }
   std::filesystem::path lock_path(const std::string& key) const;
   void warn_unwritable_once() const;
 

@@ -42,7 +42,7 @@ cache::DiskCache& disk_cache(const fs::path& root) {
 // Writes the rendered source and the log of a failed compile where a user can find them.
 std::string save_failed_compile(const fs::path& root, const KeyedConfig& k, const CompileError& e) {
   std::error_code ec;
-  for (const fs::path& dir : {root / "v1" / "failed" / k.key,
+  for (const fs::path& dir : {disk_cache(root).version_dir() / "failed" / k.key,
                               fs::temp_directory_path() / "fmha-jit-failed" / k.key}) {
     fs::create_directories(dir, ec);
     if (ec) continue;
@@ -121,15 +121,15 @@ KeyedConfig key_config(const FmhaKernelConfig& config) {
 Obtained obtain_kernel(const FmhaKernelConfig& config, const fs::path& cache_root) {
   const KeyedConfig k = key_config(config);
   BinarySource source = BinarySource::memory;
-  auto kernel = compiled_kernels().get_or_build(k.key, [&]() {
+  // Keyed by root and key: a kernel obtained for one cache root must still be stored in another.
+  auto kernel = compiled_kernels().get_or_build(cache_root.native() + '\n' + k.key, [&]() {
     cache::DiskCache& disk = disk_cache(cache_root);
     const cache::Expectation expect{k.canonical.arch, k.inputs.compiler_id,
                                     k.inputs.compiler_version};
     auto got = disk.get_or_build(k.key, expect, [&] { return compile_entry(k, cache_root); });
     source = got.compiled ? BinarySource::compiled : BinarySource::disk;
-    return std::make_shared<const CompiledKernel>(
-        CompiledKernel{k.key, k.canonical, std::move(got.entry.manifest),
-                       std::move(got.entry.binary)});
+    return std::make_shared<const CompiledKernel>(CompiledKernel{
+        k.key, k.canonical, std::move(got.entry.manifest), std::move(got.entry.binary)});
   });
   return {std::move(kernel), source};
 }
@@ -154,7 +154,8 @@ FmhaSetupResult setup_fmha_dispatcher(const FmhaKernelConfig& config, const Setu
   const auto start = std::chrono::steady_clock::now();
   FmhaSetupResult result;
   try {
-    const std::filesystem::path root = options.cache_dir ? *options.cache_dir : cache::default_cache_root();
+    const std::filesystem::path root =
+        options.cache_dir ? *options.cache_dir : cache::default_cache_root();
     // Fast path: a config this process has already set up for this root returns its runner with
     // no canonicalisation, rendering or hashing.
     if (auto runner = dispatch::find_runner_memo(config, root)) {

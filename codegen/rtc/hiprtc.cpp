@@ -2,6 +2,7 @@
 #include <hip/hiprtc.h>
 
 #include <chrono>
+#include <mutex>
 #include <string>
 
 #include "codegen/arch.hpp"
@@ -26,11 +27,12 @@ struct HiprtcApi {
 
 class HiprtcCompiler final : public RtcCompiler {
  public:
-  HiprtcCompiler()
-      : lib_({"libamdhip64.so.5", "libamdhip64.so", "/opt/rocm/lib/libamdhip64.so"}) {
+  HiprtcCompiler() : lib_({"libamdhip64.so.5", "libamdhip64.so", "/opt/rocm/lib/libamdhip64.so"}) {
     if (!lib_.loaded()) {
-      unavailable_ = "hipRTC could not be loaded; install libamdhip64-5 (Debian: apt-get install "
-                     "libamdhip64-dev) or ROCm. Tried:\n" + lib_.error();
+      unavailable_ =
+          "hipRTC could not be loaded; install libamdhip64-5 (Debian: apt-get install "
+          "libamdhip64-dev) or ROCm. Tried:\n" +
+          lib_.error();
       return;
     }
     const bool ok = lib_.bind(api_.version, "hiprtcVersion") &&
@@ -74,12 +76,15 @@ class HiprtcCompiler final : public RtcCompiler {
       throw FieldError(ErrorCode::invalid_config, "arch", "\"" + req.arch + "\"",
                        "an AMD arch of: " + accepted_archs());
     }
+    // hipRTC of ROCm 5.2 crashes (SIGSEGV in libamd_comgr) when two threads compile at once:
+    // compiles are serialised per process. Other processes are unaffected.
+    static std::mutex compile_mutex;
+    std::lock_guard lock(compile_mutex);
     const auto start = std::chrono::steady_clock::now();
     ProgramSources src(req);
     hiprtcProgram prog = nullptr;
-    hiprtcResult rc =
-        api_.create(&prog, src.entry_text.c_str(), src.entry_name.c_str(),
-                    src.header_count(), src.header_ptrs.data(), src.name_ptrs.data());
+    hiprtcResult rc = api_.create(&prog, src.entry_text.c_str(), src.entry_name.c_str(),
+                                  src.header_count(), src.header_ptrs.data(), src.name_ptrs.data());
     if (rc != HIPRTC_SUCCESS) {
       throw CompileError(std::string("hiprtcCreateProgram failed: ") + api_.error_string(rc), "",
                          req.options, "");
@@ -103,8 +108,8 @@ class HiprtcCompiler final : public RtcCompiler {
     if (size > 0) api_.code(prog, reinterpret_cast<char*>(out.binary.data()));
     api_.destroy(&prog);
     if (size == 0) {
-      throw CompileError("hipRTC returned no code object for " + src.entry_name, out.log, req.options,
-                         "");
+      throw CompileError("hipRTC returned no code object for " + src.entry_name, out.log,
+                         req.options, "");
     }
     out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     return out;

@@ -50,7 +50,7 @@ TEST_CASE("rtc: NVRTC builds cubins for sm_80, sm_90 and sm_90a, fwd and bwd", "
         CHECK(r.spill_store_bytes == 0);
         CHECK(r.spill_load_bytes == 0);
       }
-      CHECK(fs::exists(tmp.path() / "v1" / "entries" / k.key.substr(0, 2) / k.key / "source.cu"));
+      CHECK(fs::exists(cache::DiskCache(tmp.path()).entry_dir(k.key) / "source.cu"));
     }
   }
 }

@@ -22,9 +22,9 @@ std::optional<cache::DiskCache> open_existing_cache(const std::filesystem::path&
 }
 
 bool looks_like_key_prefix(const std::string& text) {
-  return !text.empty() && text.size() <= 32 &&
-         std::all_of(text.begin(), text.end(),
-                     [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
+  return !text.empty() && text.size() <= 32 && std::all_of(text.begin(), text.end(), [](char c) {
+    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+  });
 }
 
 const cache::EntryInfo& resolve_key_prefix(const std::vector<cache::EntryInfo>& entries,

@@ -19,7 +19,12 @@ struct GlobalOptions {
   bool verbose = false;
   bool quiet = false;
 
-  std::filesystem::path cache_root() const { return cache_dir; }
+  // Absolute, so that paths printed from it (entries, failed sources) work from any folder.
+  std::filesystem::path cache_root() const {
+    std::error_code ec;
+    auto root = std::filesystem::absolute(cache_dir, ec);
+    return ec ? std::filesystem::path(cache_dir) : root;
+  }
 };
 
 // Thrown by a command whose work finished but failed as a whole (a kernel did not compile, verify

@@ -3,10 +3,12 @@
 // cache's per-key lock makes each key compile exactly once, which --json lets a caller verify.
 #include <spdlog/fmt/fmt.h>
 #include <spdlog/spdlog.h>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <mutex>
 #include <optional>
 #include <sstream>
 #include <thread>
@@ -35,7 +37,8 @@ struct PrebuildOptions {
 };
 
 struct KernelResult {
-  std::string key;  // empty when even the key could not be computed (no compiler)
+  std::string key;          // empty when even the key could not be computed (no compiler)
+  std::string binary_xxh3;  // checksum of the binary this process obtained
   std::string name;
   std::optional<BinarySource> source;  // nullopt: failed
   double seconds = 0;
@@ -55,7 +58,8 @@ std::string excerpt(const std::string& log) {
       ++more;
     }
   }
-  if (more > 0) out += fmt::format("    ... {} more lines in compile.log next to the source\n", more);
+  if (more > 0)
+    out += fmt::format("    ... {} more lines in compile.log next to the source\n", more);
   if (!out.empty()) out.pop_back();
   return out;
 }
@@ -67,6 +71,7 @@ KernelResult build_one(const FmhaKernelConfig& config, const fs::path& root) {
   try {
     auto obtained = dispatch::obtain_kernel(config, root);
     r.key = obtained.kernel->key;
+    r.binary_xxh3 = obtained.kernel->manifest.binary_xxh3;
     r.source = obtained.source;
   } catch (const CompileError& e) {
     r.error = e.what();
@@ -144,8 +149,8 @@ void dry_run(const PrebuildOptions& o, const GlobalOptions& g, const SweepPlan& 
       table.add({name, k.key});
     } catch (const std::exception& e) {
       ++errors;
-      kernels.push_back({{"key", ""}, {"name", name}, {"config", to_json(config)},
-                         {"error", e.what()}});
+      kernels.push_back(
+          {{"key", ""}, {"name", name}, {"config", to_json(config)}, {"error", e.what()}});
       table.add({name, std::string("error: ") + e.what()});
     }
   }
@@ -187,7 +192,8 @@ void run_prebuild(const PrebuildOptions& o, const GlobalOptions& g) {
     nlohmann::json k = {{"key", r.key},
                         {"name", r.name},
                         {"source", r.source ? std::string(to_string(*r.source)) : "failed"},
-                        {"seconds", r.seconds}};
+                        {"seconds", r.seconds},
+                        {"binary_xxh3", r.binary_xxh3}};
     if (!r.source) {
       ++failed;
       k["error"] = r.error;
@@ -234,14 +240,13 @@ void run_prebuild(const PrebuildOptions& o, const GlobalOptions& g) {
 Command add_prebuild_command(CLI::App& app, const GlobalOptions& g) {
   auto o = std::make_shared<PrebuildOptions>();
   o->jobs = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  auto* sub = app.add_subcommand(
-      "prebuild",
-      "Compile every kernel of one or more config / sweep files into the cache. A sweep is a JSON "
-      "object whose list-valued fields expand to their cartesian product, or an array of such "
-      "objects; unsupported points are skipped with the reason.");
-  sub->add_option("files", o->files, "Config or sweep files")
-      ->required()
-      ->type_name("FILE.json");
+  auto* sub =
+      app.add_subcommand("prebuild", "Compile the kernels of config / sweep files into the cache");
+  sub->footer(
+      "A sweep is a JSON object whose list-valued fields expand to their cartesian product, or an "
+      "array of such objects. Unsupported points are skipped with the reason. Exits 1 if a kernel "
+      "fails to build; the others are still built.");
+  sub->add_option("files", o->files, "Config or sweep files")->required()->type_name("FILE.json");
   sub->add_option("-j,--jobs", o->jobs, "Parallel compiles")
       ->capture_default_str()
       ->check(CLI::Range(1, 1024))

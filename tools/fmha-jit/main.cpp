@@ -1,6 +1,6 @@
 // fmha-jit: the command-line front end of the kernel cache. Parses the command line, sets up
 // logging, runs the selected subcommand and turns any failure into one error line and exit 1.
-#include <spdlog/sinks/stderr_color_sinks.h>
+#include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
 #include <exception>
@@ -26,8 +26,8 @@ void add_common_options(CLI::App& app, GlobalOptions& g) {
 
 namespace {
 
-// Logs go to stderr so that --json output on stdout stays parseable; the pattern makes the library's
-// warnings read "fmha-jit: warning: ..." and the final error "fmha-jit: error: ...".
+// Logs go to stderr so that --json output on stdout stays parseable; the pattern makes the
+// library's warnings read "fmha-jit: warning: ..." and the final error "fmha-jit: error: ...".
 void setup_logging() {
   using fmha_jit::cli::kLogPattern;
   auto logger = spdlog::stderr_color_mt("fmha-jit");
@@ -63,7 +63,6 @@ int main(int argc, char** argv) {
   CLI::App app{"Prebuild, inspect and ship the fused-attention JIT kernel cache.", "fmha-jit"};
   app.set_version_flag("--version", FMHA_JIT_VERSION);
   app.require_subcommand(1);
-  app.footer("Run `fmha-jit COMMAND --help` for the options of one command.");
 
   GlobalOptions g;
   try {
@@ -74,11 +73,13 @@ int main(int argc, char** argv) {
   add_common_options(app, g);
 
   std::vector<Command> commands = {
-      add_prebuild_command(app, g), add_list_command(app, g),   add_info_command(app, g),
-      add_verify_command(app, g),   add_clear_command(app, g),  add_export_command(app, g),
-      add_import_command(app, g),   add_arch_command(app, g),   add_bench_jit_command(app, g),
+      add_prebuild_command(app, g), add_list_command(app, g),  add_info_command(app, g),
+      add_verify_command(app, g),   add_clear_command(app, g), add_export_command(app, g),
+      add_import_command(app, g),   add_arch_command(app, g),  add_bench_jit_command(app, g),
   };
   for (auto& c : commands) add_common_options(*c.app, g);
+  // Set after the subcommands exist: CLI11 copies a parent's footer into subcommands made later.
+  app.footer("Run `fmha-jit COMMAND --help` for the options of one command.");
 
   try {
     app.parse(argc, argv);

@@ -52,13 +52,12 @@ void Progress::draw_locked() {
   const double fraction = total_ ? static_cast<double>(done_) / static_cast<double>(total_) : 1.0;
   const int filled = static_cast<int>(fraction * kBarWidth);
   // The ETA assumes the remaining kernels cost what the finished ones did on average.
-  const std::string eta =
-      done_ == 0 ? "--"
-                 : human_seconds(elapsed / static_cast<double>(done_) *
-                                 static_cast<double>(total_ - done_));
+  const std::string eta = done_ == 0 ? "--"
+                                     : human_seconds(elapsed / static_cast<double>(done_) *
+                                                     static_cast<double>(total_ - done_));
   fmt::print(stderr, "{}[{:#<{}}{:.<{}}] {}/{} {:3.0f}%  elapsed {}  ETA {}", kClearLine, "",
-             filled, "", kBarWidth - filled, done_, total_, fraction * 100,
-             human_seconds(elapsed), eta);
+             filled, "", kBarWidth - filled, done_, total_, fraction * 100, human_seconds(elapsed),
+             eta);
   std::fflush(stderr);
 }
 

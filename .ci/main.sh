@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# The main job (README "Run"): install what is missing, build, prebuild the default kernels into
+# the cache, and run the example where a GPU exists.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+.ci/install-deps.sh
+cmake --preset release
+cmake --build --preset release -j "$(nproc)"
+build-release/bin/fmha-jit prebuild configs/default.json
+build-release/bin/fmha-jit arch
+build-release/bin/01_basic_fwd

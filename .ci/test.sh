@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# The test job (README "Test"): install what is missing, then build and run every test that needs
+# no GPU in the dev configuration (warnings are errors), and again under ASan + UBSan.
+# GPU tests run where a GPU exists and report "skipped" elsewhere.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+.ci/install-deps.sh
+jobs=$(nproc)
+cmake --preset dev
+cmake --build --preset dev -j "$jobs"
+ctest --preset dev -j "$jobs"
+cmake --preset asan
+cmake --build --preset asan -j "$jobs"
+ctest --preset asan -j "$jobs"

@@ -1,0 +1,54 @@
+// Runs attention problems through the public API on the GPU and checks them against a reference:
+// the fp64 CPU reference for small problems, the GPU reference kernel (impl reference, itself
+// checked against the CPU reference) for large ones.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "fmha_jit/config.hpp"
+#include "fmha_jit/device.hpp"
+#include "fmha_jit/problem.hpp"
+
+namespace fmha_jit::test {
+
+struct AttentionCase {
+  DType dtype = DType::bf16;
+  int hdim_q = 64, hdim_v = 64;
+  MaskKind mask = MaskKind::none;
+  int batch = 1, nhead_q = 1, nhead_k = 1, seqlen_q = 1, seqlen_k = 1;
+  Layout layout = Layout::bhsd;
+  int window_left = -1, window_right = -1;
+  bool lse = true;
+};
+std::string describe(const AttentionCase& c);
+FmhaProblem problem_of(const AttentionCase& c);
+
+// Host values rounded to the dtype and their device copy in 16-bit storage.
+struct DeviceTensor {
+  std::vector<float> host;
+  DeviceBuffer device;
+};
+DeviceTensor random_tensor(std::size_t n, bool bf16, std::uint32_t seed);
+DeviceTensor upload_rounded(const std::vector<float>& values, bool bf16);
+std::vector<float> download_16bit(const DeviceBuffer& b, std::size_t n, bool bf16);
+// Filled with 0xFF bytes: NaN in fp16, bf16 and fp32, so unwritten outputs fail the comparison.
+DeviceBuffer poisoned(std::size_t bytes);
+
+struct ForwardResult {
+  std::vector<float> o, lse;
+};
+// Runs the forward of `impl` on the GPU (NaN-poisoned outputs).
+ForwardResult gpu_forward(const AttentionCase& c, KernelImpl impl, const DeviceTensor& q,
+                          const DeviceTensor& k, const DeviceTensor& v);
+
+// Checks the forward of `impl` on random inputs; the expected values come from the CPU reference
+// when the problem is small, else from the GPU reference kernel.
+void check_forward(const AttentionCase& c, KernelImpl impl, std::uint32_t seed);
+
+// Checks the backward of `impl` (and that two runs are bit-identical when `deterministic`).
+void check_backward(const AttentionCase& c, KernelImpl impl, bool deterministic,
+                    std::uint32_t seed);
+
+}  // namespace fmha_jit::test
