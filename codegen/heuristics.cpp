@@ -3,27 +3,37 @@
 #include <string>
 
 #include "codegen/arch.hpp"
+#include "codegen/tile_shapes.hpp"
 #include "fmha_jit/error.hpp"
 
 namespace fmha_jit::codegen {
 namespace {
 
-// The portable reference kernel: one thread block per query row (fwd, dQ) or key row (dK/dV),
-// 128 threads so that a key chunk of 128 scores is one score per thread; no pipeline.
-constexpr int kReferenceThreads = 128;
+[[noreturn]] void reject(const char* field, const std::string& value, const std::string& accepted) {
+  throw FieldError(ErrorCode::invalid_config, field, value, accepted);
+}
 
-struct TileChoice {
-  int block_m, block_n, num_warps, num_stages;
-};
+// Which implementations can serve a config; the first is what `automatic` picks.
+KernelImpl best_impl(const FmhaKernelConfig& c, const ArchInfo& arch) {
+  // The tensor-core forward needs mma.sync m16n8k16 with bf16 (sm_80+) and cp.async; every
+  // NVIDIA arch of the closed list has both. The backward and AMD have only the reference so far.
+  if (arch.vendor == Vendor::nvidia && c.family == Family::fwd) return KernelImpl::mma_sm80;
+  return KernelImpl::reference;
+}
 
-TileChoice reference_tiles(const ArchInfo& arch) {
-  return {1, kReferenceThreads, kReferenceThreads / arch.wave_size, 1};
+void check_impl_applies(const FmhaKernelConfig& c, const ArchInfo& arch) {
+  if (c.impl != KernelImpl::mma_sm80) return;
+  if (arch.vendor != Vendor::nvidia || c.family != Family::fwd) {
+    reject("impl", "mma_sm80",
+           "auto, reference (mma_sm80 serves family fwd on NVIDIA archs; this config is " +
+               std::string(to_string(c.family)) + " on " + std::string(arch.name) + ")");
+  }
 }
 
 void check_tile(const char* field, int given, int expected, const char* impl) {
   if (given != 0 && given != expected) {
-    throw FieldError(ErrorCode::invalid_config, field, std::to_string(given),
-                     "0 (heuristic), " + std::to_string(expected) + " (for impl " + impl + ")");
+    reject(field, std::to_string(given),
+           "0 (heuristic), " + std::to_string(expected) + " (for impl " + impl + ")");
   }
 }
 
@@ -32,30 +42,31 @@ void check_tile(const char* field, int given, int expected, const char* impl) {
 void validate_impl_and_tiles(const FmhaKernelConfig& c) {
   const ArchInfo* arch = find_arch(c.arch);
   if (!arch) return;  // validate() reports the arch first
-  const KernelImpl impl = resolve_impl_and_tiles(c).impl;
-  if (impl == KernelImpl::reference) {
-    const TileChoice t = reference_tiles(*arch);
+  check_impl_applies(c, *arch);
+  const FmhaKernelConfig r = resolve_impl_and_tiles(c);
+  if (r.impl == KernelImpl::reference) {
+    const TileShape t = reference_tile(*arch);
     check_tile("block_m", c.block_m, t.block_m, "reference");
     check_tile("block_n", c.block_n, t.block_n, "reference");
     check_tile("num_warps", c.num_warps, t.num_warps, "reference");
     check_tile("num_stages", c.num_stages, t.num_stages, "reference");
+  } else if (r.impl == KernelImpl::mma_sm80) {
+    check_mma_sm80_fwd_tile(*arch, r);
   }
 }
 
 FmhaKernelConfig resolve_impl_and_tiles(const FmhaKernelConfig& c) {
   FmhaKernelConfig out = c;
-  // Until the tensor-core kernels exist, the reference kernel is the only implementation, on every
-  // arch; `automatic` therefore resolves to it.
-  if (out.impl == KernelImpl::automatic) out.impl = KernelImpl::reference;
   const ArchInfo* arch = find_arch(c.arch);
   if (!arch) return out;
-  if (out.impl == KernelImpl::reference) {
-    const TileChoice t = reference_tiles(*arch);
-    if (out.block_m == 0) out.block_m = t.block_m;
-    if (out.block_n == 0) out.block_n = t.block_n;
-    if (out.num_warps == 0) out.num_warps = t.num_warps;
-    if (out.num_stages == 0) out.num_stages = t.num_stages;
-  }
+  if (out.impl == KernelImpl::automatic) out.impl = best_impl(c, *arch);
+  TileShape t{};
+  if (out.impl == KernelImpl::reference) t = reference_tile(*arch);
+  if (out.impl == KernelImpl::mma_sm80) t = mma_sm80_fwd_tile(*arch, c.hdim_q, c.hdim_v);
+  if (out.block_m == 0) out.block_m = t.block_m;
+  if (out.block_n == 0) out.block_n = t.block_n;
+  if (out.num_warps == 0) out.num_warps = t.num_warps;
+  if (out.num_stages == 0) out.num_stages = t.num_stages;
   return out;
 }
 

@@ -1,5 +1,7 @@
 #include "dispatcher/plan.hpp"
 
+#include "codegen/tile_shapes.hpp"
+
 namespace fmha_jit::dispatch {
 namespace {
 
@@ -11,6 +13,15 @@ unsigned u32(std::int64_t v) { return static_cast<unsigned>(v); }
 
 std::vector<StageLaunch> plan_stages(const FmhaKernelConfig& c, const FmhaProblem& p) {
   std::vector<StageLaunch> stages;
+  if (c.impl == KernelImpl::mma_sm80) {
+    // Geometry documented in templates/fwd/fmha_fwd_sm80.h: one block per block_m query rows.
+    const auto m_blocks = (p.seqlen_q + c.block_m - 1) / c.block_m;
+    stages.push_back({codegen::StageRole::fwd,
+                      {u32(m_blocks), u32(p.nhead_q), u32(p.batch)},
+                      {u32(c.num_warps * 32), 1, 1},
+                      static_cast<unsigned>(codegen::mma_sm80_fwd_smem_bytes(c))});
+    return stages;
+  }
   // Reference kernels: one block per row, geometry documented in templates/reference/*.h.
   const device::Dim3 block{u32(c.block_n), 1, 1};
   const device::Dim3 per_query_row{u32(p.seqlen_q), u32(p.nhead_q), u32(p.batch)};
@@ -19,12 +30,8 @@ std::vector<StageLaunch> plan_stages(const FmhaKernelConfig& c, const FmhaProble
     switch (role) {
       case codegen::StageRole::fwd:
       case codegen::StageRole::bwd_dot_do_o:
-      case codegen::StageRole::bwd_dq:
-        stages.push_back({role, per_query_row, block, 0});
-        break;
-      case codegen::StageRole::bwd_dkdv:
-        stages.push_back({role, per_key_row, block, 0});
-        break;
+      case codegen::StageRole::bwd_dq: stages.push_back({role, per_query_row, block, 0}); break;
+      case codegen::StageRole::bwd_dkdv: stages.push_back({role, per_key_row, block, 0}); break;
     }
   }
   return stages;
@@ -39,9 +46,10 @@ BwdWorkspaceLayout bwd_workspace_layout(const FmhaKernelConfig& c, const FmhaPro
   return w;
 }
 
-std::size_t required_alignment_bytes(const FmhaKernelConfig&) {
-  // The reference kernels load one element at a time.
-  return 2;
+std::size_t required_alignment_bytes(const FmhaKernelConfig& c) {
+  // The tiled kernels move 16 bytes per cp.async / vector store; the reference kernels load one
+  // element at a time.
+  return c.impl == KernelImpl::reference ? 2 : 16;
 }
 
 }  // namespace fmha_jit::dispatch

@@ -52,7 +52,7 @@ class HiprtcCompiler final : public RtcCompiler {
     api_.version(&major, &minor);
     // hiprtcVersion reports the compiler's API level only; the library file names the ROCm build.
     version_ = std::to_string(major) + "." + std::to_string(minor) + " (" +
-               lib_.path().substr(lib_.path().find_last_of('/') + 1) + ")";
+               device::library_identity(lib_) + ")";
   }
 
   std::string_view id() const override { return "hiprtc"; }

@@ -32,9 +32,11 @@ class NvrtcCompiler final : public RtcCompiler {
       : lib_({"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so",
               "/usr/local/cuda/lib64/libnvrtc.so.13", "/usr/local/cuda/lib64/libnvrtc.so"}) {
     if (!lib_.loaded()) {
-      unavailable_ = "NVRTC could not be loaded; install the CUDA toolkit's NVRTC (e.g. the "
-                     "cuda-nvrtc-13-0 package) or add its lib64 folder to LD_LIBRARY_PATH. "
-                     "Tried:\n" + lib_.error();
+      unavailable_ =
+          "NVRTC could not be loaded; install the CUDA toolkit's NVRTC (e.g. the "
+          "cuda-nvrtc-13-0 package) or add its lib64 folder to LD_LIBRARY_PATH. "
+          "Tried:\n" +
+          lib_.error();
       return;
     }
     const bool ok = lib_.bind(api_.version, "nvrtcVersion") &&
@@ -53,7 +55,7 @@ class NvrtcCompiler final : public RtcCompiler {
     int major = 0, minor = 0;
     api_.version(&major, &minor);
     version_ = std::to_string(major) + "." + std::to_string(minor) + " (" +
-               lib_.path().substr(lib_.path().find_last_of('/') + 1) + ")";
+               device::library_identity(lib_) + ")";
   }
 
   std::string_view id() const override { return "nvrtc"; }
@@ -75,8 +77,8 @@ class NvrtcCompiler final : public RtcCompiler {
     const auto start = std::chrono::steady_clock::now();
     ProgramSources src(req);
     nvrtcProgram prog = nullptr;
-    check(api_.create(&prog, src.entry_text.c_str(), src.entry_name.c_str(),
-                      src.header_count(), src.header_ptrs.data(), src.name_ptrs.data()),
+    check(api_.create(&prog, src.entry_text.c_str(), src.entry_name.c_str(), src.header_count(),
+                      src.header_ptrs.data(), src.name_ptrs.data()),
           "nvrtcCreateProgram", req);
     const nvrtcResult rc = api_.compile(prog, src.option_count(), src.option_ptrs.data());
     CompileOutput out;
@@ -97,8 +99,9 @@ class NvrtcCompiler final : public RtcCompiler {
     if (size > 0) api_.cubin(prog, reinterpret_cast<char*>(out.binary.data()));
     api_.destroy(&prog);
     if (size == 0) {
-      throw CompileError("NVRTC returned no cubin for " + src.entry_name + " (arch " + req.arch + ")",
-                         out.log, req.options, "");
+      throw CompileError(
+          "NVRTC returned no cubin for " + src.entry_name + " (arch " + req.arch + ")", out.log,
+          req.options, "");
     }
     out.resources = parse_ptxas_report(out.log);
     out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -111,8 +114,8 @@ class NvrtcCompiler final : public RtcCompiler {
   }
   void check(nvrtcResult rc, const char* what, const CompileRequest& req) const {
     if (rc != NVRTC_SUCCESS) {
-      throw CompileError(std::string(what) + " failed: " + api_.error_string(rc), "",
-                         req.options, "");
+      throw CompileError(std::string(what) + " failed: " + api_.error_string(rc), "", req.options,
+                         "");
     }
   }
 

@@ -33,9 +33,9 @@ void throw_no_device(const char* what) {
   if (std::getenv("FMHA_JIT_DEVICE") && std::string(std::getenv("FMHA_JIT_DEVICE")) == "none") {
     reason = "FMHA_JIT_DEVICE=none";
   }
-  throw Error(ErrorCode::device_unavailable,
-              std::string(what) + " needs a GPU, and none is usable: " +
-                  (reason.empty() ? "no GPU found" : reason));
+  throw Error(ErrorCode::device_unavailable, std::string(what) +
+                                                 " needs a GPU, and none is usable: " +
+                                                 (reason.empty() ? "no GPU found" : reason));
 }
 
 DeviceApi& require_device(const char* what) {
@@ -57,13 +57,17 @@ std::string detect_gpu_arch() {
 
 bool gpu_available() { return device::active_device() != nullptr; }
 
+void require_gpu(const char* what) { device::require_device(what); }
+
 std::string gpu_name() { return device::require_device("gpu_name()").name(); }
 int gpu_multiprocessor_count() {
   return device::require_device("gpu_multiprocessor_count()").multiprocessor_count();
 }
 
-DeviceBuffer::DeviceBuffer(std::size_t bytes)
-    : ptr_(device::require_device("DeviceBuffer").allocate(bytes)), bytes_(bytes) {}
+DeviceBuffer::DeviceBuffer(std::size_t bytes) : bytes_(bytes) {
+  // Drivers reject zero-byte allocations; an empty buffer holds no pointer.
+  if (bytes > 0) ptr_ = device::require_device("DeviceBuffer").allocate(bytes);
+}
 
 DeviceBuffer::~DeviceBuffer() {
   if (ptr_) device::active_device()->release(ptr_);

@@ -35,4 +35,11 @@ void* DynamicLibrary::symbol(const char* name) const {
   return handle_ ? dlsym(handle_, name) : nullptr;
 }
 
+std::string library_identity(const DynamicLibrary& library) {
+  const std::filesystem::path path(library.path());
+  std::error_code ec;
+  const auto size = std::filesystem::file_size(path, ec);
+  return path.filename().string() + (ec ? "" : ", " + std::to_string(size) + " bytes");
+}
+
 }  // namespace fmha_jit::device

@@ -36,4 +36,9 @@ class DynamicLibrary {
   std::string path_;
 };
 
+// "libnvrtc.so.13, 109338064 bytes": the file name and size of a loaded library. Toolkits name
+// their RTC libraries by major version only (libnvrtc.so.13 for every 13.x.y), so the size is what
+// tells two patch releases apart in the cache key.
+std::string library_identity(const DynamicLibrary& library);
+
 }  // namespace fmha_jit::device

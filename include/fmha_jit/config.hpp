@@ -24,7 +24,9 @@ enum class DType : std::uint8_t { fp16, bf16 };
 enum class MaskKind : std::uint8_t { none, causal_top_left, causal_bottom_right, sliding_window };
 // Which kernel family implements the config. `automatic` is resolved by codegen/heuristics.cpp to
 // the fastest implementation available for the arch; the resolved value enters the key.
-enum class KernelImpl : std::uint8_t { automatic, reference };
+//   reference: portable CUDA/HIP kernel, one block per row (GPU-side reference, AMD pipeline check)
+//   mma_sm80:  FlashAttention-2-style tensor-core kernel (mma.sync m16n8k16, cp.async, ldmatrix)
+enum class KernelImpl : std::uint8_t { automatic, reference, mma_sm80 };
 
 // Accepted spellings of each enum; the first spelling is canonical, the others are aliases accepted
 // on input (the CLI's short forms).
@@ -50,9 +52,10 @@ inline constexpr std::array<EnumSpelling<MaskKind>, 7> kMaskNames{{
     {MaskKind::causal_bottom_right, "causal-br"},
     {MaskKind::sliding_window, "window"},
 }};
-inline constexpr std::array<EnumSpelling<KernelImpl>, 2> kImplNames{{
+inline constexpr std::array<EnumSpelling<KernelImpl>, 3> kImplNames{{
     {KernelImpl::automatic, "auto"},
     {KernelImpl::reference, "reference"},
+    {KernelImpl::mma_sm80, "mma_sm80"},
 }};
 
 template <class E>

@@ -9,6 +9,10 @@
 
 namespace fmha_jit {
 
+// Throws Error(device_unavailable) "<what> needs a GPU, and none is usable: <why>" when no GPU is
+// usable; returns otherwise.
+void require_gpu(const char* what);
+
 // Name of GPU 0 ("NVIDIA H200"); throws Error(device_unavailable) with no GPU.
 std::string gpu_name();
 // Multiprocessors (SMs / CUs) of GPU 0.

@@ -21,8 +21,8 @@ FieldError field_error(F&& f) {
 }
 
 nlohmann::json base_json() {
-  return {{"family", "fwd"}, {"dtype", "bf16"}, {"hdim_q", 128}, {"hdim_v", 128},
-          {"arch", "sm_90"}, {"mask", "none"}};
+  return {{"family", "fwd"}, {"dtype", "bf16"}, {"hdim_q", 128},
+          {"hdim_v", 128},   {"arch", "sm_90"}, {"mask", "none"}};
 }
 
 }  // namespace
@@ -89,9 +89,13 @@ TEST_CASE("config: parse errors name field, value and accepted values", "[config
     CHECK_THAT(std::string(e.what()), Catch::Contains("dtype") && Catch::Contains("fp8"));
   }
   SECTION("wrong types") {
-    for (auto [field, value] : std::vector<std::pair<std::string, nlohmann::json>>{
-             {"hdim_q", "128"}, {"deterministic", 1}, {"arch", 90}, {"mask", true},
-             {"hdim_v", 1.5}, {"block_m", 1LL << 40}}) {
+    for (auto [field, value] :
+         std::vector<std::pair<std::string, nlohmann::json>>{{"hdim_q", "128"},
+                                                             {"deterministic", 1},
+                                                             {"arch", 90},
+                                                             {"mask", true},
+                                                             {"hdim_v", 1.5},
+                                                             {"block_m", 1LL << 40}}) {
       auto j = base_json();
       j[field] = value;
       const auto e = field_error([&] { config_from_json(j); });
@@ -156,7 +160,7 @@ TEST_CASE("config: canonical form", "[config]") {
   fwd.deterministic = true;
   const auto cf = canonicalize(fwd);
   CHECK_FALSE(cf.deterministic);
-  CHECK(cf.impl == KernelImpl::reference);
+  CHECK(cf.impl == KernelImpl::mma_sm80);  // the tensor-core forward on NVIDIA archs
   CHECK(cf.block_m > 0);
   CHECK(cf.block_n > 0);
   CHECK(cf.num_warps > 0);
@@ -165,7 +169,7 @@ TEST_CASE("config: canonical form", "[config]") {
 
   FmhaKernelConfig fwd2 = fwd;
   fwd2.deterministic = false;
-  fwd2.impl = KernelImpl::reference;
+  fwd2.impl = KernelImpl::mma_sm80;
   fwd2.block_n = cf.block_n;  // explicit = heuristic value
   CHECK(canonical_string(fwd) == canonical_string(fwd2));
 
@@ -174,9 +178,55 @@ TEST_CASE("config: canonical form", "[config]") {
   bwd.lse = true;
   bwd.deterministic = true;
   const auto cb = canonicalize(bwd);
+  CHECK(cb.impl == KernelImpl::reference);  // no tensor-core backward yet
   CHECK_FALSE(cb.lse);
   CHECK(cb.deterministic);
   CHECK(canonical_string(bwd) != canonical_string(fwd));
+}
+
+TEST_CASE("config: impl and tiles of the tensor-core forward", "[config]") {
+  FmhaKernelConfig c;
+  c.impl = KernelImpl::mma_sm80;
+  for (auto [hq, hv] : std::vector<std::pair<int, int>>{
+           {32, 32}, {64, 64}, {96, 96}, {128, 128}, {192, 192}, {256, 256}, {192, 128}}) {
+    for (const char* arch : {"sm_80", "sm_86", "sm_90", "sm_90a"}) {
+      c.hdim_q = hq;
+      c.hdim_v = hv;
+      c.arch = arch;
+      INFO(arch << " " << hq << "x" << hv);
+      CHECK_NOTHROW(canonicalize(c));  // every heuristic tile fits the arch
+    }
+  }
+  c.hdim_q = c.hdim_v = 128;
+  c.arch = "sm_90";
+  auto rejected_field = [](FmhaKernelConfig bad) {
+    try {
+      validate(bad);
+    } catch (const FieldError& e) {
+      return e.field();
+    }
+    return std::string("(accepted)");
+  };
+  auto bad = c;
+  bad.family = Family::bwd;
+  CHECK(rejected_field(bad) == "impl");
+  bad = c;
+  bad.arch = "gfx90a";
+  CHECK(rejected_field(bad) == "impl");
+  bad = c;
+  bad.num_warps = 6;
+  CHECK(rejected_field(bad) == "num_warps");
+  bad = c;
+  bad.block_m = 96;
+  CHECK(rejected_field(bad) == "block_m");
+  bad = c;
+  bad.block_n = 48;
+  CHECK(rejected_field(bad) == "block_n");
+  bad = c;
+  bad.hdim_q = bad.hdim_v = 256;
+  bad.block_n = 128;
+  bad.num_stages = 3;  // 2 * (128*256 + 3*128*512) bytes = 448 KB
+  CHECK(rejected_field(bad) == "num_stages");
 }
 
 TEST_CASE("config: AMD arch gets wavefront-sized warps", "[config]") {

@@ -54,5 +54,7 @@ Command add_arch_command(CLI::App& app, const GlobalOptions& g);
 Command add_export_command(CLI::App& app, const GlobalOptions& g);
 Command add_import_command(CLI::App& app, const GlobalOptions& g);
 Command add_bench_jit_command(CLI::App& app, const GlobalOptions& g);
+Command add_run_command(CLI::App& app, const GlobalOptions& g);
+Command add_bench_command(CLI::App& app, const GlobalOptions& g);
 
 }  // namespace fmha_jit::cli

@@ -76,6 +76,7 @@ int main(int argc, char** argv) {
       add_prebuild_command(app, g), add_list_command(app, g),  add_info_command(app, g),
       add_verify_command(app, g),   add_clear_command(app, g), add_export_command(app, g),
       add_import_command(app, g),   add_arch_command(app, g),  add_bench_jit_command(app, g),
+      add_run_command(app, g),      add_bench_command(app, g),
   };
   for (auto& c : commands) add_common_options(*c.app, g);
   // Set after the subcommands exist: CLI11 copies a parent's footer into subcommands made later.

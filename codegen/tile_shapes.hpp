@@ -1,0 +1,25 @@
+// Tile shapes per implementation, arch and head dim, with the reasons they were chosen, and the
+// shared-memory footprint each implies (used by the heuristic and by the launch plan).
+#pragma once
+
+#include "codegen/arch.hpp"
+#include "fmha_jit/config.hpp"
+
+namespace fmha_jit::codegen {
+
+struct TileShape {
+  int block_m, block_n, num_warps, num_stages;
+};
+
+TileShape reference_tile(const ArchInfo& arch);
+
+TileShape mma_sm80_fwd_tile(const ArchInfo& arch, int hdim_q, int hdim_v);
+// Throws FieldError for a user-set tile the mma_sm80 forward cannot run (`c` has impl and tiles
+// resolved).
+void check_mma_sm80_fwd_tile(const ArchInfo& arch, const FmhaKernelConfig& c);
+
+// Dynamic shared memory of the mma_sm80 forward: one Q tile and num_stages K/V tile pairs of
+// 16-bit elements (templates/fwd/fmha_fwd_sm80.h relies on exactly this size).
+int mma_sm80_fwd_smem_bytes(const FmhaKernelConfig& c);
+
+}  // namespace fmha_jit::codegen

@@ -1,0 +1,399 @@
+// FlashAttention-2-style forward kernel on tensor cores (mma.sync m16n8k16), for sm_80 and newer.
+//
+// Launch geometry (the dispatcher relies on exactly this):
+//   grid  = (ceil(seqlen_q / kBlockM), nhead_q, batch)
+//   block = kNumWarps * 32 threads (1-D)
+//   dynamic shared memory = 2 * (kBlockM * kHdimQ + kStages * kBlockN * (kHdimQ + kHdimV)) bytes
+//           (one Q tile, then kStages K tiles, then kStages V tiles, 16-bit elements; the Q region
+//           is reused to stage O in the epilogue). Over 48 KB the host must raise
+//           CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES.
+//   The kernel is entered through a rendered wrapper that declares
+//   `extern __shared__ __align__(128) char smem[]` and __launch_bounds__(kNumWarps * 32).
+//
+// Recommended tiles (kBlockM, kBlockN, kNumWarps, kStages); sm_80 allows 163 KB of shared memory
+// per block, sm_90 227 KB. Shared memory per CTA in KB in brackets.
+//   hdim      sm_80                 sm_90                 why
+//   32/32     128,128,4,2 [48]      128,128,4,2 [48]      tiny tiles: long key tiles amortise the
+//                                                         softmax; 32 rows/warp halves smem reads
+//   64/64     128,128,4,2 [80]      128,128,4,2 [80]      32 rows/warp, Q and O in registers
+//                                                         (160 regs), 2 CTAs/SM
+//   96/96     128,64,4,2 [72]       128,64,4,2 [72]       as 128 but O is only 96 regs/m-tile pair
+//   128/128   128,64,4,2 [96]       128,64,4,2 [96]       FA2's shape: 32 rows/warp, Q re-read
+//                                                         from smem (registers are full with O,S)
+//   192/128   128,64,8,2 [112]      128,64,8,2 [112]      16 rows/warp: 32 rows would not fit O+S
+//   192/192   128,64,8,2 [144]      128,64,8,2 [144]      16 rows/warp, Q from smem
+//   256/256   128,64,8,2 [192→64?]  see below             16 rows/warp (O alone is 128 regs)
+// (table completed from the measurements; see the end of this comment block)
+//
+// Algorithm. Each CTA owns kBlockM query rows of one (batch, head); warp w owns kMT = kBlockM /
+// (16 * kNumWarps) m16 tiles of them. The CTA walks the key tiles that the mask leaves visible
+// to any of its rows:
+//   S = Q K^T (mma, fp32) -> element-wise mask on boundary tiles only -> online softmax in
+//   registers (softmax.h) -> P packed to 16 bits in registers, reused directly as the A operand
+//   -> O += P V (mma, V fragments through ldmatrix.trans).
+// K and V tiles stream through kStages shared-memory slots each with cp.async. Copies are issued
+// as separate commit groups in the order K0 V0 K1 V1 ..., and each iteration issues V[t+S-1]
+// before computing S = Q K[t] and K[t+S] before computing P V[t], so the load of one operand
+// always overlaps the GEMM on the other; with kStages = 1 this is exactly FA2's scheme.
+#pragma once
+
+#include "common/copy_sm80.h"
+#include "common/fmha_params.h"
+#include "common/mask.h"
+#include "common/mma_sm80.h"
+#include "common/numeric.h"
+#include "common/platform.h"
+#include "common/softmax.h"
+
+// Compile-time shape of one instantiation.
+template <int kHdimQ, int kHdimV, int kBlockM, int kBlockN, int kNumWarps, int kStages>
+struct FmhaFwdSm80Shape {
+  enum {
+    kThreads = kNumWarps * 32,
+    kMT = kBlockM / (16 * kNumWarps),  // m16 tiles per warp
+    kNT = kBlockN / 8,                 // n8 score fragments per m16 tile
+    kDT = kHdimV / 8,                  // n8 output fragments per m16 tile
+    kKStepsQK = kHdimQ / 16,
+    kKStepsPV = kBlockN / 16,
+    // Q held as mma A fragments for the whole kernel when that and the two accumulators fit a
+    // comfortable register budget; otherwise each warp re-reads its Q rows from shared memory per
+    // key tile (one extra ldmatrix per 16x16 block, amortised over kNT n8 tiles).
+    kQRegs = kMT * kHdimQ / 4,
+    kAccRegs = kMT * (kHdimV + kBlockN) / 2,
+    kQInRegs = (kQRegs + kAccRegs < 176) ? 1 : 0,
+  };
+  static_assert(kBlockM % (16 * kNumWarps) == 0 && (kMT == 1 || kMT == 2),
+                "each warp owns one or two m16 tiles");
+  static_assert(kBlockN % 16 == 0, "key tiles are whole k16 steps of P V");
+  static_assert(kHdimQ % 32 == 0 && kHdimV % 32 == 0, "hdim must be a multiple of 32");
+  static_assert(kHdimV <= kHdimQ, "O is staged in the Q region");
+  static_assert(kStages >= 1 && kStages <= 3, "1 to 3 K/V stages");
+};
+
+// Q fragments, either resident in registers or re-read from shared memory on demand. The
+// register array collapses to one element when unused.
+template <class Shape>
+struct FmhaQFragments {
+  unsigned reg[Shape::kQInRegs ? Shape::kMT : 1][Shape::kQInRegs ? Shape::kKStepsQK : 1][4];
+};
+
+// fmha_visible_keys (mask.h) in 32-bit arithmetic, for the element-wise mask inside the key loop:
+// the 64-bit original costs enough temporaries there to push the largest tiles into spills. The
+// window sizes are clamped to Sq + Sk, beyond which they no longer change the range, so nothing
+// overflows while Sq + Sk stays below 2^30. Rows past seqlen_q (tile padding) get some range; it
+// does not matter. Only the comparisons lo <= col < hi are used, so the final "hi >= lo" clamp of
+// mask.h is not needed.
+template <int kMaskKind>
+FMHA_DEVICE FmhaKeyRange fmha_fwd_row_keys(int i, const FmhaFwdParams& p) {
+  FmhaKeyRange r;
+  r.lo = 0;
+  r.hi = p.seqlen_k;
+  const int diag = i + p.seqlen_k - p.seqlen_q;  // bottom-right diagonal
+  const int limit = p.seqlen_q + p.seqlen_k;
+  if (kMaskKind == FMHA_MASK_CAUSAL_TOP_LEFT) {
+    r.hi = min(i + 1, p.seqlen_k);
+  } else if (kMaskKind == FMHA_MASK_CAUSAL_BOTTOM_RIGHT) {
+    r.hi = min(diag + 1, p.seqlen_k);
+  } else if (kMaskKind == FMHA_MASK_SLIDING_WINDOW) {
+    if (p.window_left >= 0) r.lo = diag - min(p.window_left, limit);
+    if (p.window_right >= 0) r.hi = min(diag + min(p.window_right, limit) + 1, p.seqlen_k);
+  }
+  return r;
+}
+
+template <class Element, int kHdimQ, int kHdimV, int kMaskKind, bool kWriteLse, int kBlockM,
+          int kBlockN, int kNumWarps, int kStages>
+FMHA_DEVICE void fmha_fwd_sm80(const FmhaFwdParams& p, char* smem) {
+  using Shape = FmhaFwdSm80Shape<kHdimQ, kHdimV, kBlockM, kBlockN, kNumWarps, kStages>;
+  using Mma = FmhaMmaSm80<Element>;
+  using QTile = FmhaSmemTile<kBlockM, kHdimQ>;
+  using KTile = FmhaSmemTile<kBlockN, kHdimQ>;
+  using VTile = FmhaSmemTile<kBlockN, kHdimV>;
+  using OTile = FmhaSmemTile<kBlockM, kHdimV>;
+  enum {
+    kThreads = Shape::kThreads,
+    kMT = Shape::kMT,
+    kNT = Shape::kNT,
+    kDT = Shape::kDT,
+    kQInRegs = Shape::kQInRegs,
+  };
+
+  const int tid = fmha_thread_idx();
+  const int lane = fmha_lane_id();
+  const int warp = fmha_warp_id();
+
+  // Causal masks make later m-blocks cost more (they see more keys): launching them first lets
+  // the short ones fill in the tail of the wave instead of leaving one long block last.
+  const int num_m_blocks = (p.seqlen_q + kBlockM - 1) / kBlockM;
+  const bool heavy_first =
+      kMaskKind == FMHA_MASK_CAUSAL_TOP_LEFT || kMaskKind == FMHA_MASK_CAUSAL_BOTTOM_RIGHT;
+  const int m_block = heavy_first ? num_m_blocks - 1 - fmha_block_idx_x() : fmha_block_idx_x();
+  const int h = fmha_block_idx_y();
+  const int b = fmha_block_idx_z();
+  const int hk = h / (p.nhead_q / p.nhead_k);
+  const int m0 = m_block * kBlockM;
+  const int rows_valid = p.seqlen_q - m0;
+
+  // Visible keys of the block: key ranges are monotone in the row, so the union over the block's
+  // valid rows is [lo(first row), hi(last row)), and the keys visible to every valid row are
+  // [lo(last row), hi(first row)). Tiles inside the latter need no element-wise mask.
+  const int row_last = (rows_valid < kBlockM ? p.seqlen_q : m0 + kBlockM) - 1;
+  const FmhaKeyRange keys_first =
+      fmha_visible_keys(kMaskKind, m0, p.seqlen_q, p.seqlen_k, p.window_left, p.window_right);
+  const FmhaKeyRange keys_last =
+      fmha_visible_keys(kMaskKind, row_last, p.seqlen_q, p.seqlen_k, p.window_left, p.window_right);
+  const int n_block_begin = keys_first.lo / kBlockN;
+  const int n_block_end =
+      keys_last.hi > keys_first.lo ? (keys_last.hi + kBlockN - 1) / kBlockN : n_block_begin;
+  const int full_lo = keys_last.lo;
+  const int full_hi = keys_first.hi;
+
+  const Element* q_ptr = static_cast<const Element*>(p.q) + b * p.q_strides.batch +
+                         h * p.q_strides.head + m0 * p.q_strides.row;
+  const Element* k_ptr =
+      static_cast<const Element*>(p.k) + b * p.k_strides.batch + hk * p.k_strides.head;
+  const Element* v_ptr =
+      static_cast<const Element*>(p.v) + b * p.v_strides.batch + hk * p.v_strides.head;
+
+  const unsigned smem_q = fmha_smem_addr(smem);
+  const unsigned smem_k = smem_q + QTile::kBytes;
+  const unsigned smem_v = smem_k + kStages * KTile::kBytes;
+
+  auto load_k = [&](int n_block, int slot) {
+    if (n_block < n_block_end) {
+      const int n0 = n_block * kBlockN;
+      fmha_copy_tile_async<KTile, kThreads>(smem_k + slot * KTile::kBytes,
+                                            k_ptr + n0 * p.k_strides.row, p.k_strides.row,
+                                            p.seqlen_k - n0, tid);
+    }
+    fmha_cp_async_commit();  // empty groups keep the wait counts uniform
+  };
+  auto load_v = [&](int n_block, int slot) {
+    if (n_block < n_block_end) {
+      const int n0 = n_block * kBlockN;
+      fmha_copy_tile_async<VTile, kThreads>(smem_v + slot * VTile::kBytes,
+                                            v_ptr + n0 * p.v_strides.row, p.v_strides.row,
+                                            p.seqlen_k - n0, tid);
+    }
+    fmha_cp_async_commit();
+  };
+
+  // Prologue: groups [Q K0] V0 K1 V1 ... K[S-1], i.e. 2S - 1 groups in flight.
+  fmha_copy_tile_async<QTile, kThreads>(smem_q, q_ptr, p.q_strides.row, rows_valid, tid);
+#pragma unroll
+  for (int s = 0; s < kStages; ++s) {
+    if (s > 0) load_v(n_block_begin + s - 1, s - 1);
+    load_k(n_block_begin + s, s);
+  }
+
+  // Per-lane ldmatrix geometry (see FmhaFragAddr).
+  const int warp_row0 = warp * 16 * kMT;
+  // A operand (Q): matrices (rows 0-7, k 0-7) (rows 8-15, k 0-7) (rows 0-7, k 8-15) (8-15, 8-15).
+  const unsigned q_lane =
+      FmhaFragAddr<QTile>::lane_term((lane & 7) + ((lane >> 3) & 1) * 8, lane >> 4);
+  // B operand from K ([n][k] rows): matrices (n 0-7, k 0-7) (n 0-7, k 8-15) (n 8-15, k 0-7) ...
+  const unsigned k_lane =
+      FmhaFragAddr<KTile>::lane_term((lane & 7) + (lane >> 4) * 8, (lane >> 3) & 1);
+  // B operand from V ([k][n] rows, transposed): (k 0-7, n 0-7) (k 8-15, n 0-7) (k 0-7, n 8-15) ...
+  const unsigned v_lane =
+      FmhaFragAddr<VTile>::lane_term((lane & 7) + ((lane >> 3) & 1) * 8, lane >> 4);
+  FmhaFragAddr<QTile> q_addr;
+  q_addr.init(smem_q + warp_row0 * (QTile::kW * 16), q_lane);
+
+  FmhaQFragments<Shape> qf;
+  auto load_q_frag = [&](unsigned(&r)[4], int mt, int ks) {
+    fmha_ldmatrix_x4(r, q_addr.at(mt * 16, ks * 2));
+  };
+
+  float acc_o[kMT][kDT][4];
+#pragma unroll
+  for (int mt = 0; mt < kMT; ++mt) {
+#pragma unroll
+    for (int dt = 0; dt < kDT; ++dt) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) acc_o[mt][dt][e] = 0.f;
+    }
+  }
+  FmhaOnlineSoftmax<kMT, kNT> softmax;
+  softmax.init();
+  const float scale_log2 = p.scale_log2;
+
+  if (kQInRegs) {
+    fmha_cp_async_wait<2 * kStages - 2>();  // the group holding Q
+    fmha_sync_threads();
+#pragma unroll
+    for (int mt = 0; mt < kMT; ++mt) {
+#pragma unroll
+      for (int ks = 0; ks < Shape::kKStepsQK; ++ks) {
+        load_q_frag(qf.reg[kQInRegs ? mt : 0][kQInRegs ? ks : 0], mt, ks);
+      }
+    }
+  }
+
+  int slot = 0;  // K/V slot of the current tile
+  for (int n_block = n_block_begin; n_block < n_block_end; ++n_block) {
+    const int n0 = n_block * kBlockN;
+    fmha_cp_async_wait<2 * kStages - 2>();  // K[t] has landed (for this thread) ...
+    fmha_sync_threads();                    // ... for all threads, and V[t-1] is no longer read
+    load_v(n_block + kStages - 1, slot == 0 ? kStages - 1 : slot - 1);
+
+    // S = Q K^T.
+    float s[kMT][kNT][4];
+#pragma unroll
+    for (int mt = 0; mt < kMT; ++mt) {
+#pragma unroll
+      for (int nt = 0; nt < kNT; ++nt) {
+#pragma unroll
+        for (int e = 0; e < 4; ++e) s[mt][nt][e] = 0.f;
+      }
+    }
+    FmhaFragAddr<KTile> k_addr;
+    k_addr.init(smem_k + slot * KTile::kBytes, k_lane);
+#pragma unroll
+    for (int ks = 0; ks < Shape::kKStepsQK; ++ks) {
+      unsigned a[kMT][4];
+#pragma unroll
+      for (int mt = 0; mt < kMT; ++mt) {
+        if (kQInRegs) {
+#pragma unroll
+          for (int e = 0; e < 4; ++e) a[mt][e] = qf.reg[kQInRegs ? mt : 0][kQInRegs ? ks : 0][e];
+        } else {
+          load_q_frag(a[mt], mt, ks);
+        }
+      }
+#pragma unroll
+      for (int np = 0; np < kNT / 2; ++np) {
+        unsigned kb[4];
+        fmha_ldmatrix_x4(kb, k_addr.at(np * 16, ks * 2));
+#pragma unroll
+        for (int mt = 0; mt < kMT; ++mt) {
+          Mma::mma(s[mt][2 * np], a[mt], kb[0], kb[1]);
+          Mma::mma(s[mt][2 * np + 1], a[mt], kb[2], kb[3]);
+        }
+      }
+    }
+
+    // Element-wise mask, only on tiles that some valid row does not see entirely (including the
+    // partial last tile, whose out-of-range keys were zero-filled and must not count).
+    const bool tile_full = n0 >= full_lo && n0 + kBlockN <= full_hi;
+    if (!tile_full) {
+      // Bounds are made relative to this lane's first column so that each test compares against a
+      // compile-time column offset: two subtractions per row instead of an index per score.
+      const int col0 = n0 + (lane & 3) * 2;
+#pragma unroll
+      for (int mt = 0; mt < kMT; ++mt) {
+#pragma unroll
+        for (int hf = 0; hf < 2; ++hf) {
+          const int row = m0 + warp_row0 + mt * 16 + hf * 8 + (lane >> 2);
+          const FmhaKeyRange kr = fmha_fwd_row_keys<kMaskKind>(row, p);
+          const int lo = kr.lo - col0;
+          const int hi = kr.hi - col0;
+#pragma unroll
+          for (int nt = 0; nt < kNT; ++nt) {
+#pragma unroll
+            for (int e = 0; e < 2; ++e) {
+              const int c = nt * 8 + e;
+              // Only the sliding window has a lower bound (elsewhere lo is 0 <= col).
+              const bool below = kMaskKind == FMHA_MASK_SLIDING_WINDOW && c < lo;
+              if (below || c >= hi) s[mt][nt][2 * hf + e] = fmha_neg_inf();
+            }
+          }
+        }
+      }
+    }
+
+    float alpha[2 * kMT];
+    softmax.update(s, scale_log2, alpha);
+    // P packed to 16 bits right away: it halves the registers the scores hold while the next K
+    // copy is issued and P V runs, which is where the 32-rows-per-warp tiles peak.
+    unsigned pa[kMT][Shape::kKStepsPV][4];
+#pragma unroll
+    for (int mt = 0; mt < kMT; ++mt) {
+#pragma unroll
+      for (int ks = 0; ks < Shape::kKStepsPV; ++ks) {
+        pa[mt][ks][0] = Mma::pack(s[mt][2 * ks][0], s[mt][2 * ks][1]);
+        pa[mt][ks][1] = Mma::pack(s[mt][2 * ks][2], s[mt][2 * ks][3]);
+        pa[mt][ks][2] = Mma::pack(s[mt][2 * ks + 1][0], s[mt][2 * ks + 1][1]);
+        pa[mt][ks][3] = Mma::pack(s[mt][2 * ks + 1][2], s[mt][2 * ks + 1][3]);
+      }
+    }
+#pragma unroll
+    for (int mt = 0; mt < kMT; ++mt) {
+#pragma unroll
+      for (int dt = 0; dt < kDT; ++dt) {
+#pragma unroll
+        for (int e = 0; e < 4; ++e) acc_o[mt][dt][e] *= alpha[mt * 2 + (e >> 1)];
+      }
+    }
+
+    fmha_cp_async_wait<2 * kStages - 2>();  // V[t] has landed ...
+    fmha_sync_threads();                    // ... for all threads, and K[t] is no longer read
+    load_k(n_block + kStages, slot);
+
+    // O += P V, P taken straight from registers.
+    FmhaFragAddr<VTile> v_addr;
+    v_addr.init(smem_v + slot * VTile::kBytes, v_lane);
+#pragma unroll
+    for (int ks = 0; ks < Shape::kKStepsPV; ++ks) {
+#pragma unroll
+      for (int dp = 0; dp < kDT / 2; ++dp) {
+        unsigned vb[4];
+        fmha_ldmatrix_x4_trans(vb, v_addr.at(ks * 16, dp * 2));
+#pragma unroll
+        for (int mt = 0; mt < kMT; ++mt) {
+          Mma::mma(acc_o[mt][2 * dp], pa[mt][ks], vb[0], vb[1]);
+          Mma::mma(acc_o[mt][2 * dp + 1], pa[mt][ks], vb[2], vb[3]);
+        }
+      }
+    }
+    slot = slot + 1 == kStages ? 0 : slot + 1;
+  }
+
+  // Epilogue: normalise, stage O through the Q region as 16-bit, then write whole 16-byte chunks.
+  float inv_sum[2 * kMT];
+  float lse[2 * kMT];
+  softmax.finalize(scale_log2, inv_sum, lse);
+
+  fmha_cp_async_wait<0>();
+  fmha_sync_threads();  // every warp is done with Q/K/V shared memory
+#pragma unroll
+  for (int mt = 0; mt < kMT; ++mt) {
+#pragma unroll
+    for (int hf = 0; hf < 2; ++hf) {
+      const int row = warp_row0 + mt * 16 + hf * 8 + (lane >> 2);
+      const float inv = inv_sum[mt * 2 + hf];
+#pragma unroll
+      for (int dt = 0; dt < kDT; ++dt) {
+        const unsigned v = Mma::pack(acc_o[mt][dt][2 * hf] * inv, acc_o[mt][dt][2 * hf + 1] * inv);
+        fmha_st_shared_b32(smem_q + OTile::offset(row, dt) + (lane & 3) * 4, v);
+      }
+    }
+  }
+
+  if (kWriteLse && p.lse != nullptr && (lane & 3) == 0) {
+    float* lse_ptr = p.lse + (static_cast<fmha_index_t>(b) * p.nhead_q + h) * p.seqlen_q + m0;
+#pragma unroll
+    for (int mt = 0; mt < kMT; ++mt) {
+#pragma unroll
+      for (int hf = 0; hf < 2; ++hf) {
+        const int row = warp_row0 + mt * 16 + hf * 8 + (lane >> 2);
+        if (row < rows_valid) lse_ptr[row] = lse[mt * 2 + hf];
+      }
+    }
+  }
+  fmha_sync_threads();
+
+  Element* o_ptr = static_cast<Element*>(p.o) + b * p.o_strides.batch + h * p.o_strides.head +
+                   m0 * p.o_strides.row;
+  enum { kOChunks = kBlockM * OTile::kChunks, kOIters = (kOChunks + kThreads - 1) / kThreads };
+#pragma unroll
+  for (int i = 0; i < kOIters; ++i) {
+    const int id = tid + i * kThreads;
+    const int row = id / OTile::kChunks;
+    const int chunk = id % OTile::kChunks;
+    if ((kOChunks % kThreads == 0 || id < kOChunks) && row < rows_valid) {
+      const FmhaU32x4 v = fmha_ld_shared_128(smem_q + OTile::offset(row, chunk));
+      fmha_st_global_128(o_ptr + row * p.o_strides.row + chunk * 8, v);
+    }
+  }
+}

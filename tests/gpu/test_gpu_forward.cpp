@@ -1,0 +1,73 @@
+// The tensor-core forward (impl mma_sm80) on the GPU against the references, for every variant at
+// odd sizes; outputs are NaN-filled before each run and must be fully written.
+#include <catch2/catch.hpp>
+
+#include "fmha_jit/dispatcher.hpp"
+#include "gpu/attention_harness.hpp"
+#include "support/test_support.hpp"
+
+using namespace fmha_jit;
+using test::AttentionCase;
+
+namespace {
+const std::vector<MaskKind> kMasks = {MaskKind::none, MaskKind::causal_top_left,
+                                      MaskKind::causal_bottom_right, MaskKind::sliding_window};
+}
+
+TEST_CASE("gpu fwd: every dtype, head dim and mask at odd sizes", "[gpu]") {
+  std::uint32_t seed = 1;
+  for (DType dtype : {DType::fp16, DType::bf16}) {
+    for (auto [hq, hv] : test::head_dim_pairs()) {
+      for (MaskKind mask : kMasks) {
+        const bool window = mask == MaskKind::sliding_window;
+        // Sq != Sk so the bottom-right masks differ from the top-left one.
+        for (auto [sq, sk] : std::vector<std::pair<int, int>>{{17, 45}, {128, 128}, {130, 77}}) {
+          const AttentionCase c{
+              dtype,          hq, hv, mask, 2, 4, 2, sq, sk, Layout::bhsd, window ? 20 : -1,
+              window ? 7 : -1};
+          test::check_forward(c, KernelImpl::mma_sm80, seed++);
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("gpu fwd: seqlen 1 and 1000, GQA 8:1, bshd, batch 1-3, no LSE", "[gpu]") {
+  std::uint32_t seed = 5000;
+  for (auto [hq, hv] : test::head_dim_pairs()) {
+    for (MaskKind mask : kMasks) {
+      const bool window = mask == MaskKind::sliding_window;
+      test::check_forward({DType::bf16, hq, hv, mask, 1, 8, 1, 1, 1, Layout::bshd},
+                          KernelImpl::mma_sm80, seed++);
+      test::check_forward({DType::fp16, hq, hv, mask, 3, 8, 1, 1000, 999, Layout::bshd,
+                           window ? 100 : -1, window ? 0 : -1},
+                          KernelImpl::mma_sm80, seed++);
+      test::check_forward({DType::bf16, hq, hv, mask, 2, 2, 2, 65, 300, Layout::bhsd,
+                           window ? 5 : -1, window ? 200 : -1, false},
+                          KernelImpl::mma_sm80, seed++);
+    }
+  }
+}
+
+TEST_CASE("gpu fwd: seqlen 4097 against the GPU reference kernel", "[gpu]") {
+  std::uint32_t seed = 9000;
+  for (auto [hq, hv] :
+       std::vector<std::pair<int, int>>{{64, 64}, {128, 128}, {256, 256}, {192, 128}}) {
+    for (MaskKind mask : kMasks) {
+      const bool window = mask == MaskKind::sliding_window;
+      test::check_forward({DType::bf16, hq, hv, mask, 1, 4, 2, 4097, 4097, Layout::bshd,
+                           window ? 1000 : -1, window ? 1000 : -1},
+                          KernelImpl::mma_sm80, seed++);
+    }
+  }
+  test::check_forward({DType::fp16, 128, 128, MaskKind::causal_bottom_right, 2, 8, 1, 1000, 4097},
+                      KernelImpl::mma_sm80, seed++);
+}
+
+TEST_CASE("gpu fwd: automatic impl picks the tensor-core kernel", "[gpu]") {
+  FmhaKernelConfig c;
+  c.arch = detect_gpu_arch();
+  const auto r = setup_fmha_dispatcher(c);
+  REQUIRE(r.success);
+  CHECK(r.config.impl == KernelImpl::mma_sm80);
+}

@@ -1,0 +1,422 @@
+#include "tools/fmha-jit/problem_options.hpp"
+
+#include <spdlog/fmt/fmt.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <limits>
+#include <set>
+
+#include "common/mask.h"
+#include "dispatcher/launch.hpp"
+#include "fmha_jit/dispatcher.hpp"
+#include "fmha_jit/error.hpp"
+#include "tools/fmha-jit/sweep_files.hpp"
+
+namespace fmha_jit::cli {
+namespace {
+
+// A sweep this large is a typo (a list of thousands of sizes), not a benchmark anyone will wait
+// for.
+constexpr std::size_t kMaxSweepPoints = 10000;
+
+template <class E>
+std::vector<std::string> spellings() {
+  std::vector<std::string> out;
+  for (const auto& s : enum_spellings<E>()) out.emplace_back(s.name);
+  return out;
+}
+
+template <class E>
+E enum_from(const std::string& text) {
+  for (const auto& s : enum_spellings<E>()) {
+    if (s.name == text) return s.value;
+  }
+  // Unreachable after CLI11's IsMember check; kept so a new caller cannot read garbage.
+  throw Error(ErrorCode::invalid_argument, "unknown value \"" + text + "\"");
+}
+
+[[noreturn]] void bad_mask(const std::string& text) {
+  throw FieldError(ErrorCode::invalid_argument, "mask", text,
+                   "none, causal, causal-br, window:L,R (L, R >= -1; -1 = unbounded), e.g. "
+                   "window:256,0");
+}
+
+// CLI11's own range checks print the whole double range; this one says what is meant.
+std::string check_scale(const std::string& text) {
+  double v = 0;
+  const char* end = text.data() + text.size();
+  auto [ptr, ec] = std::from_chars(text.data(), end, v);
+  if (ec != std::errc() || ptr != end || !std::isfinite(v) || v <= 0) {
+    return "scale = " + text + " is not supported; accepted: a finite positive number";
+  }
+  return {};
+}
+
+bool parse_int(std::string_view text, int& out) {
+  const char* end = text.data() + text.size();
+  auto [ptr, ec] = std::from_chars(text.data(), end, out);
+  return ec == std::errc() && ptr == end && !text.empty();
+}
+
+}  // namespace
+
+void add_problem_options(CLI::App& app, ProblemOptions& o,
+                         const std::vector<std::string>& families) {
+  constexpr std::int64_t kMaxSize = std::numeric_limits<int>::max();
+  std::string family_help = "Kernel family: " + fmt::format("{}", fmt::join(families, " | "));
+  app.add_option("--family", o.family, family_help)
+      ->capture_default_str()
+      ->check(CLI::IsMember(families));
+  app.add_option("--dtype", o.dtype, "Element type")
+      ->capture_default_str()
+      ->check(CLI::IsMember(spellings<DType>()));
+  app.add_option("--batch", o.batch, "Batch size")
+      ->capture_default_str()
+      ->check(CLI::Range(std::int64_t{1}, kMaxSize))
+      ->type_name("B");
+  app.add_option("--nhead-q", o.nhead_q, "Query heads")
+      ->capture_default_str()
+      ->check(CLI::Range(std::int64_t{1}, kMaxSize))
+      ->type_name("H");
+  app.add_option("--nhead-k", o.nhead_k, "Key/value heads (GQA / MQA) [default: --nhead-q]")
+      ->check(CLI::Range(std::int64_t{1}, kMaxSize))
+      ->type_name("HK");
+  app.add_option("--seqlen-q", o.seqlen_q, "Query sequence length")
+      ->capture_default_str()
+      ->check(CLI::Range(std::int64_t{1}, kMaxSize))
+      ->type_name("SQ");
+  app.add_option("--seqlen-k", o.seqlen_k, "Key sequence length [default: --seqlen-q]")
+      ->check(CLI::Range(std::int64_t{1}, kMaxSize))
+      ->type_name("SK");
+  app.add_option("--hdim-q", o.hdim_q, "Head dim of Q and K")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1024))
+      ->type_name("D");
+  app.add_option("--hdim-v", o.hdim_v, "Head dim of V and O [default: --hdim-q]")
+      ->check(CLI::Range(1, 1024))
+      ->type_name("DV");
+  app.add_option("--mask", o.mask, "none | causal | causal-br | window:L,R (-1 = unbounded)")
+      ->capture_default_str()
+      ->check(CLI::Validator(
+          [](std::string& text) {
+            try {
+              parse_mask(text);
+              return std::string();
+            } catch (const Error& e) {
+              return std::string(e.what());
+            }
+          },
+          "", "mask"))
+      ->type_name("MASK");
+  app.add_option("--layout", o.layout, "bhsd = [B, H, S, D], bshd = [B, S, H, D]")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"bhsd", "bshd"}));
+  app.add_option("--scale", o.scale, "Softmax scale [default: 1/sqrt(hdim_q)]")
+      ->check(CLI::Validator([](std::string& text) { return check_scale(text); }, "", "scale"))
+      ->type_name("S");
+  app.add_option("--seed", o.seed, "Seed of the random inputs")->capture_default_str();
+  app.add_option("--impl", o.impl, "Kernel implementation (auto: the fastest for the arch)")
+      ->capture_default_str()
+      ->check(CLI::IsMember(spellings<KernelImpl>()));
+  app.add_option("--arch", o.arch, "Target arch [default: the GPU's]")->type_name("ARCH");
+  app.add_flag("--deterministic", o.deterministic, "bwd: bit-identical gradients run to run");
+  app.add_flag("--lse,!--no-lse", o.lse, "fwd: store the log-sum-exp (default on)");
+}
+
+MaskSpec parse_mask(const std::string& text) {
+  constexpr std::string_view kWindow = "window:";
+  MaskSpec m;
+  if (text.starts_with(kWindow)) {
+    const std::string_view sizes = std::string_view(text).substr(kWindow.size());
+    const auto comma = sizes.find(',');
+    if (comma == std::string_view::npos || !parse_int(sizes.substr(0, comma), m.window_left) ||
+        !parse_int(sizes.substr(comma + 1), m.window_right) || m.window_left < -1 ||
+        m.window_right < -1) {
+      bad_mask(text);
+    }
+    m.kind = MaskKind::sliding_window;
+    return m;
+  }
+  for (const auto& s : enum_spellings<MaskKind>()) {
+    // A window without sizes would silently mean "unbounded on both sides", i.e. no mask at all.
+    if (s.name == text && s.value != MaskKind::sliding_window) {
+      m.kind = s.value;
+      return m;
+    }
+  }
+  bad_mask(text);
+}
+
+std::string mask_text(const MaskSpec& mask) {
+  switch (mask.kind) {
+    case MaskKind::none: return "none";
+    case MaskKind::causal_top_left: return "causal";
+    case MaskKind::causal_bottom_right: return "causal-br";
+    case MaskKind::sliding_window:
+      return fmt::format("window:{},{}", mask.window_left, mask.window_right);
+  }
+  return "?";
+}
+
+FmhaKernelConfig make_config(const ProblemOptions& o, Family family) {
+  FmhaKernelConfig c;
+  c.family = family;
+  c.dtype = enum_from<DType>(o.dtype);
+  c.hdim_q = o.hdim_q;
+  c.hdim_v = o.hdim_v ? o.hdim_v : o.hdim_q;
+  c.arch = o.arch.empty() ? detect_gpu_arch() : o.arch;
+  c.deterministic = o.deterministic;
+  c.mask = parse_mask(o.mask).kind;
+  c.lse = o.lse;
+  c.impl = enum_from<KernelImpl>(o.impl);
+  return c;
+}
+
+FmhaProblem make_problem(const ProblemOptions& o) {
+  FmhaProblem p;
+  p.batch = o.batch;
+  p.nhead_q = o.nhead_q;
+  p.nhead_k = o.nhead_k ? o.nhead_k : o.nhead_q;
+  p.seqlen_q = o.seqlen_q;
+  p.seqlen_k = o.seqlen_k ? o.seqlen_k : o.seqlen_q;
+  p.hdim_q = o.hdim_q;
+  p.hdim_v = o.hdim_v ? o.hdim_v : o.hdim_q;
+  if (o.scale > 0) p.scale = static_cast<float>(o.scale);
+  const MaskSpec m = parse_mask(o.mask);
+  p.window_left = m.window_left;
+  p.window_right = m.window_right;
+  p.layout = *layout_from_string(o.layout);
+  return p;
+}
+
+FmhaKernelConfig validate_config_and_problem(const FmhaKernelConfig& config,
+                                             const FmhaProblem& problem) {
+  FmhaKernelConfig canonical = canonicalize(config);
+  dispatch::check_problem(canonical, problem);
+  return canonical;
+}
+
+double attention_flops(const FmhaProblem& p, MaskKind mask, Family family) {
+  // Visible (query, key) pairs. FlashAttention's benchmarks halve the square for causal masks; that
+  // is kept where it is their convention (Sq == Sk) so that figures compare with published ones.
+  // Elsewhere (Sq != Sk, windows) the pairs are counted with the kernels' own mask function, so a
+  // window is not credited with work it skips.
+  double pairs = 0;
+  const bool causal = mask == MaskKind::causal_top_left || mask == MaskKind::causal_bottom_right;
+  if (mask == MaskKind::none) {
+    pairs = double(p.seqlen_q) * double(p.seqlen_k);
+  } else if (causal && p.seqlen_q == p.seqlen_k) {
+    pairs = double(p.seqlen_q) * double(p.seqlen_k) / 2;
+  } else {
+    for (std::int64_t i = 0; i < p.seqlen_q; ++i) {
+      const FmhaKeyRange r = fmha_visible_keys(
+          static_cast<int>(mask), static_cast<int>(i), static_cast<int>(p.seqlen_q),
+          static_cast<int>(p.seqlen_k), p.window_left, p.window_right);
+      pairs += r.hi - r.lo;
+    }
+  }
+  const double fwd =
+      2.0 * double(p.batch) * double(p.nhead_q) * pairs * double(p.hdim_q + p.hdim_v);
+  return family == Family::bwd ? 2.5 * fwd : fwd;
+}
+
+nlohmann::json problem_json(const FmhaProblem& p, const MaskSpec& mask) {
+  return {{"batch", p.batch},
+          {"nhead_q", p.nhead_q},
+          {"nhead_k", p.nhead_k},
+          {"seqlen_q", p.seqlen_q},
+          {"seqlen_k", p.seqlen_k},
+          {"hdim_q", p.hdim_q},
+          {"hdim_v", p.hdim_v},
+          {"layout", std::string(to_string(p.layout))},
+          {"mask", mask_text(mask)},
+          {"window_left", p.window_left},
+          {"window_right", p.window_right},
+          {"scale", p.softmax_scale()}};
+}
+
+std::string describe_problem(const ProblemOptions& o, const FmhaProblem& p) {
+  const std::string hdim =
+      p.hdim_q == p.hdim_v ? std::to_string(p.hdim_q) : fmt::format("{}x{}", p.hdim_q, p.hdim_v);
+  return fmt::format("{} B{} H{}:{} S{}x{} D{} {} {}", o.dtype, p.batch, p.nhead_q, p.nhead_k,
+                     p.seqlen_q, p.seqlen_k, hdim, mask_text(parse_mask(o.mask)),
+                     to_string(p.layout));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Sweeps
+
+namespace {
+
+[[noreturn]] void bad_point(const std::string& origin, const nlohmann::json& point,
+                            const std::string& what) {
+  throw Error(ErrorCode::invalid_argument, origin + ": " + point.dump() + ": " + what);
+}
+
+// Odometer over the list-valued keys of one object; the last list varies fastest.
+void expand_object(const nlohmann::json& object, const std::string& origin,
+                   std::vector<nlohmann::json>& out) {
+  if (!object.is_object()) {
+    bad_point(origin, object, "a sweep entry must be a JSON object of flag names");
+  }
+  std::vector<std::pair<std::string, nlohmann::json>> axes;
+  std::size_t points = 1;
+  for (const auto& [name, value] : object.items()) {
+    if (!value.is_array()) continue;
+    if (value.empty()) bad_point(origin, object, "\"" + name + "\" is an empty list");
+    axes.emplace_back(name, value);
+    points *= value.size();
+    if (points > kMaxSweepPoints || out.size() + points > kMaxSweepPoints) {
+      bad_point(origin, object, fmt::format("more than {} points", kMaxSweepPoints));
+    }
+  }
+  std::vector<std::size_t> index(axes.size(), 0);
+  for (std::size_t p = 0; p < points; ++p) {
+    nlohmann::json point = object;
+    for (std::size_t a = 0; a < axes.size(); ++a) point[axes[a].first] = axes[a].second[index[a]];
+    out.push_back(std::move(point));
+    for (std::size_t a = axes.size(); a-- > 0;) {
+      if (++index[a] < axes[a].second.size()) break;
+      index[a] = 0;
+    }
+  }
+}
+
+// A JSON scalar as the text a flag would be given.
+std::string flag_value(const nlohmann::json& v) {
+  if (v.is_string()) return v.get<std::string>();
+  if (v.is_boolean() || v.is_number()) return v.dump();
+  throw Error(ErrorCode::invalid_argument, "expected a string, number or boolean, got " + v.dump());
+}
+
+std::int64_t positive_integer(const nlohmann::json& point, const char* key) {
+  const auto& v = point.at(key);
+  if (!v.is_number_integer() || v.get<std::int64_t>() < 1) {
+    throw Error(ErrorCode::invalid_argument, std::string(key) + " = " + v.dump() +
+                                                 " is not supported; accepted: an integer >= 1");
+  }
+  return v.get<std::int64_t>();
+}
+
+// Applies one expanded point to a copy of the base options. The problem flags are parsed by CLI11
+// from "--name=value" arguments, so a sweep value passes the same checks as the flag.
+ProblemOptions apply_point(const nlohmann::json& point, const ProblemOptions& base,
+                           const std::vector<std::string>& families) {
+  ProblemOptions o = base;
+  CLI::App parser;
+  add_problem_options(parser, o, families);
+  // Shorthands of the FlashAttention benchmark grid, expanded into the flags they stand for.
+  static const std::vector<std::pair<const char*, std::vector<const char*>>> kShorthands = {
+      {"hdim", {"hdim_q", "hdim_v"}},
+      {"seqlen", {"seqlen_q", "seqlen_k"}},
+      {"causal", {"mask"}},
+      {"tokens", {"batch"}},
+      {"model_dim", {"nhead_q"}}};
+  std::set<std::string> keys;  // the problem flags' long names, spelled as sweep keys
+  for (const CLI::Option* opt : parser.get_options()) {
+    for (std::string name : opt->get_lnames()) {
+      if (name == "help" || name == "no-lse") continue;  // "lse": false says the same
+      std::replace(name.begin(), name.end(), '-', '_');
+      keys.insert(name);
+    }
+  }
+  auto is_shorthand = [&](const std::string& key) {
+    return std::any_of(kShorthands.begin(), kShorthands.end(),
+                       [&](const auto& s) { return key == s.first; });
+  };
+  std::vector<std::string> args;
+  for (const auto& [key, value] : point.items()) {
+    if (is_shorthand(key)) continue;
+    if (!keys.contains(key)) {
+      std::vector<std::string> accepted;
+      for (const auto& s : kShorthands) accepted.emplace_back(s.first);
+      accepted.insert(accepted.end(), keys.begin(), keys.end());
+      throw Error(ErrorCode::invalid_argument,
+                  fmt::format("unknown key \"{}\"; accepted: {}", key, fmt::join(accepted, ", ")));
+    }
+    std::string flag = key;
+    std::replace(flag.begin(), flag.end(), '_', '-');
+    args.push_back("--" + flag + "=" + flag_value(value));
+  }
+  for (const auto& [shorthand, replaces] : kShorthands) {
+    if (!point.contains(shorthand)) continue;
+    for (const char* other : replaces) {
+      if (point.contains(other)) {
+        throw Error(ErrorCode::invalid_argument,
+                    std::string("\"") + shorthand + "\" and \"" + other + "\" both set " + other);
+      }
+    }
+  }
+  if (point.contains("hdim")) {
+    const std::string v = flag_value(point["hdim"]);
+    args.push_back("--hdim-q=" + v);
+    args.push_back("--hdim-v=" + v);
+  }
+  if (point.contains("seqlen")) {
+    const std::string v = flag_value(point["seqlen"]);
+    args.push_back("--seqlen-q=" + v);
+    args.push_back("--seqlen-k=" + v);
+  }
+  if (point.contains("causal")) {
+    if (!point["causal"].is_boolean()) {
+      throw Error(ErrorCode::invalid_argument, "causal = " + point["causal"].dump() +
+                                                   " is not supported; accepted: true, false");
+    }
+    args.push_back(point["causal"].get<bool>() ? "--mask=causal" : "--mask=none");
+  }
+  std::reverse(args.begin(), args.end());  // CLI11 consumes a vector from its back
+  try {
+    parser.parse(args);
+  } catch (const CLI::ParseError& e) {
+    throw Error(ErrorCode::invalid_argument, e.what());
+  }
+  // FlashAttention's grid holds the token count and the model width fixed: batch and heads follow
+  // from the sequence length and head dim (rounded down, as its benchmark script does).
+  if (point.contains("tokens")) {
+    const std::int64_t tokens = positive_integer(point, "tokens");
+    o.batch = tokens / o.seqlen_q;
+    if (o.batch < 1) {
+      throw Error(ErrorCode::invalid_argument,
+                  fmt::format("tokens = {} is less than seqlen_q = {}", tokens, o.seqlen_q));
+    }
+  }
+  if (point.contains("model_dim")) {
+    const std::int64_t model_dim = positive_integer(point, "model_dim");
+    o.nhead_q = model_dim / o.hdim_q;
+    if (o.nhead_q < 1) {
+      throw Error(ErrorCode::invalid_argument,
+                  fmt::format("model_dim = {} is less than hdim_q = {}", model_dim, o.hdim_q));
+    }
+  }
+  return o;
+}
+
+}  // namespace
+
+std::vector<SweepPoint> expand_sweep_file(const std::filesystem::path& file,
+                                          const ProblemOptions& base,
+                                          const std::vector<std::string>& families) {
+  const nlohmann::json document = read_json_file(file);
+  const std::string origin = file.string();
+  std::vector<nlohmann::json> expanded;
+  if (document.is_array()) {
+    if (document.empty()) bad_point(origin, document, "the sweep is an empty list");
+    for (const auto& object : document) expand_object(object, origin, expanded);
+  } else {
+    expand_object(document, origin, expanded);
+  }
+  std::vector<SweepPoint> points;
+  for (auto& point : expanded) {
+    try {
+      ProblemOptions o = apply_point(point, base, families);
+      points.push_back({std::move(point), std::move(o)});
+    } catch (const Error& e) {
+      bad_point(origin, point, e.what());
+    }
+  }
+  return points;
+}
+
+}  // namespace fmha_jit::cli

@@ -1,0 +1,92 @@
+// The attention-problem flags shared by `run` and `bench` (family, dtype, sizes, mask, layout,
+// impl, ...), and what is derived from them: the kernel config, the FmhaProblem, the FLOP count.
+// `bench --sweep` applies each sweep point through the same flag definitions, so a sweep key and
+// the flag of the same name accept exactly the same values.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "fmha_jit/config.hpp"
+#include "fmha_jit/problem.hpp"
+
+namespace fmha_jit::cli {
+
+// Flag values as given. Sizes left at 0 follow another flag (nhead_k -> nhead_q, seqlen_k ->
+// seqlen_q, hdim_v -> hdim_q); scale 0 is 1/sqrt(hdim_q); an empty arch is detect_gpu_arch().
+struct ProblemOptions {
+  std::string family = "fwd";  // fwd | bwd (run); fwd | bwd | fwdbwd (bench)
+  std::string dtype = "bf16";
+  std::int64_t batch = 1;
+  std::int64_t nhead_q = 1;
+  std::int64_t nhead_k = 0;
+  std::int64_t seqlen_q = 1024;
+  std::int64_t seqlen_k = 0;
+  int hdim_q = 128;
+  int hdim_v = 0;
+  std::string mask = "none";  // none | causal | causal-br | window:L,R
+  std::string layout = "bhsd";
+  double scale = 0;
+  std::uint32_t seed = 0;
+  std::string impl = "auto";
+  std::string arch;
+  bool deterministic = false;
+  bool lse = true;
+};
+
+// Registers the flags above on `app`, bound to `o`; `families` lists the accepted --family values.
+void add_problem_options(CLI::App& app, ProblemOptions& o,
+                         const std::vector<std::string>& families);
+
+struct MaskSpec {
+  MaskKind kind = MaskKind::none;
+  int window_left = -1;
+  int window_right = -1;
+};
+// Parses a --mask value; throws Error(invalid_argument) saying what is accepted.
+MaskSpec parse_mask(const std::string& text);
+// The --mask spelling of a mask: "none", "causal", "causal-br", "window:128,0".
+std::string mask_text(const MaskSpec& mask);
+
+// Config of the given family from the flags (arch resolved). Not validated: setup does that.
+FmhaKernelConfig make_config(const ProblemOptions& o, Family family);
+FmhaProblem make_problem(const ProblemOptions& o);
+
+// Validates the config (canonicalize) and the problem and checks that they fit each other, without
+// compiling anything; throws the library's FieldError. Lets a command report a bad flag before it
+// asks for a GPU or spends time on a compile.
+FmhaKernelConfig validate_config_and_problem(const FmhaKernelConfig& config,
+                                             const FmhaProblem& problem);
+
+// FlashAttention's convention: a forward costs 2 * B * Hq * (Dq + Dv) per visible (query, key)
+// pair, a backward 2.5 times that. See the .cpp for how visible pairs are counted per mask.
+double attention_flops(const FmhaProblem& problem, MaskKind mask, Family family);
+
+// The problem as JSON (sizes, layout, mask, window, scale) for --json output.
+nlohmann::json problem_json(const FmhaProblem& problem, const MaskSpec& mask);
+// "bf16 B2 H16:16 S1024x1024 D128 causal bhsd", for logs and messages.
+std::string describe_problem(const ProblemOptions& o, const FmhaProblem& problem);
+
+// One point of a `bench --sweep` file: the flags with the point's keys applied.
+struct SweepPoint {
+  nlohmann::json point;  // as written in the file, after list expansion
+  ProblemOptions options;
+};
+
+// Expands a sweep document (an object, or an array of objects, whose list values expand to their
+// cartesian product) over the base options given on the command line. Keys: any problem flag name
+// with '_' for '-' (dtype, nhead_k, mask, impl, deterministic, ...), plus the shorthands hdim (sets
+// hdim_q and hdim_v), seqlen (seqlen_q and seqlen_k), causal (bool: mask causal / none), and
+// tokens and model_dim (batch = tokens / seqlen_q, nhead_q = model_dim / hdim_q). Throws
+// Error(invalid_argument) naming the file and the point for a malformed document or value.
+std::vector<SweepPoint> expand_sweep_file(const std::filesystem::path& file,
+                                          const ProblemOptions& base,
+                                          const std::vector<std::string>& families);
+
+}  // namespace fmha_jit::cli
