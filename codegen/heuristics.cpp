@@ -62,7 +62,7 @@ FmhaKernelConfig resolve_impl_and_tiles(const FmhaKernelConfig& c) {
   if (out.impl == KernelImpl::automatic) out.impl = best_impl(c, *arch);
   TileShape t{};
   if (out.impl == KernelImpl::reference) t = reference_tile(*arch);
-  if (out.impl == KernelImpl::mma_sm80) t = mma_sm80_fwd_tile(*arch, c.hdim_q, c.hdim_v);
+  if (out.impl == KernelImpl::mma_sm80) t = mma_sm80_fwd_tile(*arch, c);
   if (out.block_m == 0) out.block_m = t.block_m;
   if (out.block_n == 0) out.block_n = t.block_n;
   if (out.num_warps == 0) out.num_warps = t.num_warps;

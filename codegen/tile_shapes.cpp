@@ -26,17 +26,25 @@ int smem_bytes(const TileShape& t, int hdim_q, int hdim_v) {
 }
 }  // namespace
 
-TileShape mma_sm80_fwd_tile(const ArchInfo& arch, int hdim_q, int hdim_v) {
-  // 128 query rows per block throughout: 32 rows per warp (4 warps) keeps the K/V tile read from
-  // shared memory amortised over two m16 tiles; where O and S no longer fit in registers at 32
-  // rows per warp, 8 warps of 16 rows each.
-  TileShape t{128, 64, 8, 1};  // hdim 256: one stage keeps the CTA at 128 KB
-  if (hdim_q <= 64) {
-    t = {128, 128, 4, 2};  // small O: long key tiles amortise the softmax
+TileShape mma_sm80_fwd_tile(const ArchInfo& arch, const FmhaKernelConfig& c) {
+  // 128 query rows per block throughout: 32 rows per warp (4 warps) amortises each K/V fragment
+  // read from shared memory over two m16 tiles; where O and S no longer fit in registers at 32
+  // rows per warp, 8 warps of 16 rows each. TFLOP/s quoted are bf16, S 8192, H200, non-causal.
+  const int hdim_q = c.hdim_q, hdim_v = c.hdim_v;
+  TileShape t{128, 64, 8, 1};  // hdim 256: O alone is 128 registers; a 2nd stage measured equal
+  if (hdim_q <= 32) {
+    t = {128, 128, 4, 2};  // long key tiles spread the per-tile softmax cost
+  } else if (hdim_q <= 64) {
+    // 128-key tiles run at 342 against 310 for 64-key tiles, but the masked variants then spill
+    // (mask predicates add live registers): those take the 64-key tile.
+    t = c.mask == MaskKind::none ? TileShape{128, 128, 4, 2} : TileShape{128, 64, 4, 2};
   } else if (hdim_q <= 128) {
-    t = {128, 64, 4, 2};  // FA2's shape: O (64 regs) + S (32 regs) per m16 tile
+    // FA2's shape, two CTAs per SM: keep two stages only while two CTAs still fit (sm_80's 163 KB
+    // hold two hdim-128 CTAs with one stage, 64 KB each, but not with two, 96 KB each).
+    t = {128, 64, 4, 2};
+    if (2 * smem_bytes(t, hdim_q, hdim_v) > arch.max_smem_per_block_bytes) t.num_stages = 1;
   } else if (hdim_q <= 192) {
-    t = {128, 64, 8, 2};  // 16 rows per warp: O + S + Q fragments would not fit at 32
+    t = {128, 64, 8, 2};  // 16 rows per warp: O and S of 32 rows would not fit in 255 registers
   }
   // Archs with 99 KB of shared memory per block (sm_86, sm_89): first give up the second stage
   // (cp.async of the next tile then overlaps only the softmax), then halve the query rows.

@@ -13,7 +13,7 @@ struct TileShape {
 
 TileShape reference_tile(const ArchInfo& arch);
 
-TileShape mma_sm80_fwd_tile(const ArchInfo& arch, int hdim_q, int hdim_v);
+TileShape mma_sm80_fwd_tile(const ArchInfo& arch, const FmhaKernelConfig& config);
 // Throws FieldError for a user-set tile the mma_sm80 forward cannot run (`c` has impl and tiles
 // resolved).
 void check_mma_sm80_fwd_tile(const ArchInfo& arch, const FmhaKernelConfig& c);

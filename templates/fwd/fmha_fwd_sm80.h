@@ -10,20 +10,30 @@
 //   The kernel is entered through a rendered wrapper that declares
 //   `extern __shared__ __align__(128) char smem[]` and __launch_bounds__(kNumWarps * 32).
 //
-// Recommended tiles (kBlockM, kBlockN, kNumWarps, kStages); sm_80 allows 163 KB of shared memory
-// per block, sm_90 227 KB. Shared memory per CTA in KB in brackets.
-//   hdim      sm_80                 sm_90                 why
-//   32/32     128,128,4,2 [48]      128,128,4,2 [48]      tiny tiles: long key tiles amortise the
-//                                                         softmax; 32 rows/warp halves smem reads
-//   64/64     128,128,4,2 [80]      128,128,4,2 [80]      32 rows/warp, Q and O in registers
-//                                                         (160 regs), 2 CTAs/SM
-//   96/96     128,64,4,2 [72]       128,64,4,2 [72]       as 128 but O is only 96 regs/m-tile pair
-//   128/128   128,64,4,2 [96]       128,64,4,2 [96]       FA2's shape: 32 rows/warp, Q re-read
-//                                                         from smem (registers are full with O,S)
-//   192/128   128,64,8,2 [112]      128,64,8,2 [112]      16 rows/warp: 32 rows would not fit O+S
-//   192/192   128,64,8,2 [144]      128,64,8,2 [144]      16 rows/warp, Q from smem
-//   256/256   128,64,8,2 [192→64?]  see below             16 rows/warp (O alone is 128 regs)
-// (table completed from the measurements; see the end of this comment block)
+// Recommended tiles (kBlockM, kBlockN, kNumWarps, kStages), shared memory per CTA in brackets.
+// sm_80 (A100) allows 163 KB per block, sm_90 (H100/H200) 227 KB. Both register files hold two
+// 4-warp CTAs at <= 255 registers, so "2 CTAs/SM" below is reached when shared memory allows it.
+// TFLOP/s: bf16 on H200, S = 8192, non-causal / causal (harness of this kernel, CUDA events).
+//   hdim     sm_80              sm_90              why
+//   32/32    128,128,4,2 [40K]  128,128,4,2 [40K]  32 rows/warp; long key tiles amortise the
+//                                                  per-tile max/sum shuffles, which dominate at
+//                                                  tiny hdim (257 / 237; 128x64 gave 252 / 214)
+//   64/64    128,64,4,2 [48K]   128,64,4,2 [48K]   32 rows/warp with Q kept in registers; each K/V
+//                                                  fragment feeds two m16 tiles (310 / 290; 8
+//                                                  warps x 16 rows: 282 / 269)
+//   96/96    128,64,4,2 [72K]   128,64,4,2 [72K]   as hdim 64, Q re-read from smem (322 / 292)
+//   128/128  128,64,4,1 [64K]   128,64,4,2 [96K]   32 rows/warp, Q from smem, 255 registers, 2
+//                                                  CTAs/SM (363 / 329 at 2 stages, 368 / 319 at
+//                                                  1; 8 warps x 16 rows: 258 / 250). sm_80 takes
+//                                                  1 stage so that two CTAs fit its 163 KB
+//   192/128  128,64,8,2 [128K]  128,64,8,2 [128K]  16 rows/warp: O + S for 32 rows would not fit
+//                                                  in 255 registers; 2 stages hide the long K rows
+//   192/192  128,64,8,2 [144K]  128,64,8,2 [144K]  as 192/128 (265 / 242; 64x64x4: 221 / 219)
+//   256/256  128,64,8,1 [128K]  128,64,8,1 [128K]  16 rows/warp (O alone is 128 registers); a
+//                                                  second stage (192K, sm_90 only) measured the
+//                                                  same (282 / 257), so the smaller one is kept
+// Variants of these tiles compile without spills for every dtype, mask and LSE flag on sm_80 and
+// sm_90 (128,64,4,1 spills a few bytes on sm_90 in 4 of 16 variants, hence 2 stages there).
 //
 // Algorithm. Each CTA owns kBlockM query rows of one (batch, head); warp w owns kMT = kBlockM /
 // (16 * kNumWarps) m16 tiles of them. The CTA walks the key tiles that the mask leaves visible
@@ -55,9 +65,10 @@ struct FmhaFwdSm80Shape {
     kDT = kHdimV / 8,                  // n8 output fragments per m16 tile
     kKStepsQK = kHdimQ / 16,
     kKStepsPV = kBlockN / 16,
-    // Q held as mma A fragments for the whole kernel when that and the two accumulators fit a
-    // comfortable register budget; otherwise each warp re-reads its Q rows from shared memory per
-    // key tile (one extra ldmatrix per 16x16 block, amortised over kNT n8 tiles).
+    // Q held as mma A fragments for the whole kernel when that and the two accumulators stay
+    // under 176 registers, which leaves ~80 for fragments in flight, addresses and softmax state
+    // (beyond it the 255-register tiles spilled); otherwise each warp re-reads its Q rows from
+    // shared memory per key tile (one more ldmatrix per 16x16 block, amortised over kNT tiles).
     kQRegs = kMT * kHdimQ / 4,
     kAccRegs = kMT * (kHdimV + kBlockN) / 2,
     kQInRegs = (kQRegs + kAccRegs < 176) ? 1 : 0,

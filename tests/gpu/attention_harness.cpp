@@ -54,6 +54,12 @@ std::shared_ptr<FmhaRunner> setup(Family family, const AttentionCase& c, KernelI
   config.arch = detect_gpu_arch();
   config.impl = impl;
   config.deterministic = deterministic;
+  if (impl != KernelImpl::reference) {
+    config.block_m = c.block_m;
+    config.block_n = c.block_n;
+    config.num_warps = c.num_warps;
+    config.num_stages = c.num_stages;
+  }
   const auto r = setup_fmha_dispatcher(config);
   INFO(r.error);
   REQUIRE(r.success);
@@ -70,7 +76,10 @@ std::string describe(const AttentionCase& c) {
          std::to_string(c.nhead_k) + " S" + std::to_string(c.seqlen_q) + "x" +
          std::to_string(c.seqlen_k) + " " + std::string(to_string(c.layout)) + " w" +
          std::to_string(c.window_left) + "," + std::to_string(c.window_right) +
-         (c.lse ? " lse" : "");
+         (c.lse ? " lse" : "") +
+         (c.block_m ? " tile " + std::to_string(c.block_m) + "x" + std::to_string(c.block_n) + "w" +
+                          std::to_string(c.num_warps) + "s" + std::to_string(c.num_stages)
+                    : "");
 }
 
 FmhaProblem problem_of(const AttentionCase& c) {

@@ -21,6 +21,8 @@ struct AttentionCase {
   Layout layout = Layout::bhsd;
   int window_left = -1, window_right = -1;
   bool lse = true;
+  // Tile override (0 = heuristic): exercises on this GPU the tiles other archs get.
+  int block_m = 0, block_n = 0, num_warps = 0, num_stages = 0;
 };
 std::string describe(const AttentionCase& c);
 FmhaProblem problem_of(const AttentionCase& c);

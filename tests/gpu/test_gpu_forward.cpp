@@ -64,6 +64,29 @@ TEST_CASE("gpu fwd: seqlen 4097 against the GPU reference kernel", "[gpu]") {
                       KernelImpl::mma_sm80, seed++);
 }
 
+TEST_CASE("gpu fwd: the tiles of sm_80 and the 99 KB archs, run on this GPU", "[gpu]") {
+  struct Tile {
+    int hq, hv, bm, bn, warps, stages;
+  };
+  // sm_80 hdim 128 (1 stage), the 99 KB fallbacks (hdim 192 and 256), 3 stages, 128-key tiles.
+  const std::vector<Tile> tiles = {{128, 128, 128, 64, 4, 1}, {192, 192, 128, 64, 8, 1},
+                                   {192, 128, 128, 64, 8, 1}, {256, 256, 64, 64, 4, 1},
+                                   {96, 96, 64, 64, 4, 1},    {64, 64, 128, 64, 4, 3},
+                                   {32, 32, 128, 128, 4, 2}};
+  std::uint32_t seed = 12000;
+  for (const auto& t : tiles) {
+    for (MaskKind mask : kMasks) {
+      AttentionCase c{DType::bf16, t.hq, t.hv, mask, 2, 4, 2, 200, 333, Layout::bshd};
+      if (mask == MaskKind::sliding_window) c.window_left = 50, c.window_right = 10;
+      c.block_m = t.bm;
+      c.block_n = t.bn;
+      c.num_warps = t.warps;
+      c.num_stages = t.stages;
+      test::check_forward(c, KernelImpl::mma_sm80, seed++);
+    }
+  }
+}
+
 TEST_CASE("gpu fwd: automatic impl picks the tensor-core kernel", "[gpu]") {
   FmhaKernelConfig c;
   c.arch = detect_gpu_arch();

@@ -393,7 +393,12 @@ void round_to_dtype(std::vector<float>& data, bool bf16) {
 // Comparison
 
 bool ErrorStats::ok(double tol) const {
-  return nan_count == 0 && nonfinite_mismatch == 0 && max_rel <= tol;
+  if (nan_count != 0 || nonfinite_mismatch != 0) return false;
+  // A reference that is identically zero has no scale to be relative to; it arises where the exact
+  // gradient vanishes (one visible key: dS = P (dP - D) = 0) and the kernel returns rounding noise
+  // of O(u * |dO| |V|) on O(1) inputs. Accept noise three orders below the relative tolerance.
+  if (max_abs_ref == 0) return max_abs <= tol * 1e-3;
+  return max_rel <= tol;
 }
 
 ErrorStats compare(const float* got, const float* ref, size_t n) {

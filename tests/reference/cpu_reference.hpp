@@ -129,7 +129,8 @@ struct ErrorStats {
                                    // not the same value (e.g. ref -inf LSE, got finite)
   int64_t count = 0;               // elements compared
 
-  // True when every element is comparable (no NaN, no non-finite mismatch) and max_rel <= tol.
+  // True when every element is comparable (no NaN, no non-finite mismatch) and max_rel <= tol;
+  // for an all-zero reference, when max_abs <= tol * 1e-3 (rounding noise only).
   bool ok(double tol) const;
 };
 

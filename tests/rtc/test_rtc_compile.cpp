@@ -184,30 +184,33 @@ TEST_CASE("rtc: every shipped tensor-core forward compiles with 0 spills", "[rtc
   for (const char* arch : {"sm_80", "sm_90"}) {
     for (auto [hq, hv] : test::head_dim_pairs()) {
       for (DType dtype : {DType::fp16, DType::bf16}) {
-        // The sliding window compiles every mask path (range per block + element-wise edges);
-        // `none` compiles the unmasked fast path.
-        for (MaskKind mask : {MaskKind::none, MaskKind::sliding_window}) {
-          FmhaKernelConfig c;
-          c.family = Family::fwd;
-          c.dtype = dtype;
-          c.hdim_q = hq;
-          c.hdim_v = hv;
-          c.mask = mask;
-          c.arch = arch;
-          c.impl = KernelImpl::mma_sm80;
-          INFO(arch << " " << hq << "x" << hv << " " << to_string(dtype) << " " << to_string(mask));
-          const auto got = dispatch::obtain_kernel(c, tmp.path());
-          ++compiled;
-          for (const auto& r : got.kernel->manifest.resources) {
-            CHECK(r.registers > 0);
-            CHECK(r.registers <= 255);
-            CHECK(r.spill_store_bytes == 0);
-            CHECK(r.spill_load_bytes == 0);
-            CHECK(r.stack_frame_bytes == 0);
+        for (MaskKind mask : {MaskKind::none, MaskKind::causal_top_left,
+                              MaskKind::causal_bottom_right, MaskKind::sliding_window}) {
+          for (bool lse : {false, true}) {
+            FmhaKernelConfig c;
+            c.lse = lse;
+            c.family = Family::fwd;
+            c.dtype = dtype;
+            c.hdim_q = hq;
+            c.hdim_v = hv;
+            c.mask = mask;
+            c.arch = arch;
+            c.impl = KernelImpl::mma_sm80;
+            INFO(arch << " " << hq << "x" << hv << " " << to_string(dtype) << " "
+                      << to_string(mask));
+            const auto got = dispatch::obtain_kernel(c, tmp.path());
+            ++compiled;
+            for (const auto& r : got.kernel->manifest.resources) {
+              CHECK(r.registers > 0);
+              CHECK(r.registers <= 255);
+              CHECK(r.spill_store_bytes == 0);
+              CHECK(r.spill_load_bytes == 0);
+              CHECK(r.stack_frame_bytes == 0);
+            }
           }
         }
       }
     }
   }
-  CHECK(compiled == 2 * 7 * 2 * 2);
+  CHECK(compiled == 2 * 7 * 2 * 4 * 2);
 }

@@ -549,3 +549,9 @@ TEST_CASE("a problem large enough to use threads gives the double path's result"
     CHECK(st.ok(1e-5));
   }
 }
+
+TEST_CASE("compare: an all-zero reference accepts rounding noise only", "[reference]") {
+  const std::vector<float> zero(8, 0.f), noise(8, 5e-7f), wrong(8, 1e-2f);
+  CHECK(fmha_jit::reference::compare(noise.data(), zero.data(), 8).ok(0.0625));
+  CHECK_FALSE(fmha_jit::reference::compare(wrong.data(), zero.data(), 8).ok(0.0625));
+}
