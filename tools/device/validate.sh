@@ -3,6 +3,7 @@
 # (prebuild cold/warm, example, bench-jit) and the forward benchmark next to PyTorch's SDPA.
 # Run from the repository root with .carry/ staged by tools/device/stage.sh (and
 # .carry/anchor_sdpa.py copied from ../shared/tools). Logs go to $OUT.
+# SANITIZER_TOOLS="" skips compute-sanitizer (default: memcheck racecheck).
 set -uo pipefail
 export LD_LIBRARY_PATH="$PWD/.carry/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
 export FMHA_JIT_CACHE_DIR=/tmp/fmha-jit-cache
@@ -28,7 +29,7 @@ step() { echo; echo "=== $* ($(date +%T))"; }
   $bin/fmha-jit run --family bwd --dtype bf16 --hdim-q 64 --mask causal --batch 1 --nhead-q 4 \
     --seqlen-q 257 --verify --repro 3
   step "compute-sanitizer"
-  for tool in memcheck racecheck; do
+  for tool in ${SANITIZER_TOOLS-memcheck racecheck}; do
     for args in "--hdim-q 128 --mask causal-br --seqlen-q 17 --seqlen-k 45" \
                 "--hdim-q 64 --mask window:5,3 --seqlen-q 130 --seqlen-k 77" \
                 "--hdim-q 256 --mask none --seqlen-q 1 --seqlen-k 1" \
