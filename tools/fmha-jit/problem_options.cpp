@@ -8,6 +8,7 @@
 #include <limits>
 #include <set>
 
+#include "codegen/sweep.hpp"
 #include "common/mask.h"
 #include "dispatcher/launch.hpp"
 #include "fmha_jit/dispatcher.hpp"
@@ -16,10 +17,6 @@
 
 namespace fmha_jit::cli {
 namespace {
-
-// A sweep this large is a typo (a list of thousands of sizes), not a benchmark anyone will wait
-// for.
-constexpr std::size_t kMaxSweepPoints = 10000;
 
 template <class E>
 std::vector<std::string> spellings() {
@@ -255,35 +252,6 @@ namespace {
   throw Error(ErrorCode::invalid_argument, origin + ": " + point.dump() + ": " + what);
 }
 
-// Odometer over the list-valued keys of one object; the last list varies fastest.
-void expand_object(const nlohmann::json& object, const std::string& origin,
-                   std::vector<nlohmann::json>& out) {
-  if (!object.is_object()) {
-    bad_point(origin, object, "a sweep entry must be a JSON object of flag names");
-  }
-  std::vector<std::pair<std::string, nlohmann::json>> axes;
-  std::size_t points = 1;
-  for (const auto& [name, value] : object.items()) {
-    if (!value.is_array()) continue;
-    if (value.empty()) bad_point(origin, object, "\"" + name + "\" is an empty list");
-    axes.emplace_back(name, value);
-    points *= value.size();
-    if (points > kMaxSweepPoints || out.size() + points > kMaxSweepPoints) {
-      bad_point(origin, object, fmt::format("more than {} points", kMaxSweepPoints));
-    }
-  }
-  std::vector<std::size_t> index(axes.size(), 0);
-  for (std::size_t p = 0; p < points; ++p) {
-    nlohmann::json point = object;
-    for (std::size_t a = 0; a < axes.size(); ++a) point[axes[a].first] = axes[a].second[index[a]];
-    out.push_back(std::move(point));
-    for (std::size_t a = axes.size(); a-- > 0;) {
-      if (++index[a] < axes[a].second.size()) break;
-      index[a] = 0;
-    }
-  }
-}
-
 // A JSON scalar as the text a flag would be given.
 std::string flag_value(const nlohmann::json& v) {
   if (v.is_string()) return v.get<std::string>();
@@ -400,12 +368,15 @@ std::vector<SweepPoint> expand_sweep_file(const std::filesystem::path& file,
                                           const std::vector<std::string>& families) {
   const nlohmann::json document = read_json_file(file);
   const std::string origin = file.string();
+  if (document.is_array() && document.empty()) {
+    bad_point(origin, document, "the sweep is an empty list");
+  }
+  // The same product expansion as prebuild files (lists expand, the last varies fastest).
   std::vector<nlohmann::json> expanded;
-  if (document.is_array()) {
-    if (document.empty()) bad_point(origin, document, "the sweep is an empty list");
-    for (const auto& object : document) expand_object(object, origin, expanded);
-  } else {
-    expand_object(document, origin, expanded);
+  try {
+    expanded = codegen::expand_sweep(document);
+  } catch (const Error& e) {
+    throw Error(ErrorCode::invalid_argument, origin + ": " + e.what());
   }
   std::vector<SweepPoint> points;
   for (auto& point : expanded) {
