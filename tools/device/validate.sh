@@ -28,6 +28,8 @@ step() { echo; echo "=== $* ($(date +%T))"; }
     --seqlen-q 4097 --verify
   $bin/fmha-jit run --family bwd --dtype bf16 --hdim-q 64 --mask causal --batch 1 --nhead-q 4 \
     --seqlen-q 257 --verify --repro 3
+  step "npy round trip"
+  mkdir -p /tmp/npy && python3 tools/device/npy_roundtrip.py $bin/fmha-jit /tmp/npy
   step "compute-sanitizer"
   for tool in ${SANITIZER_TOOLS-memcheck racecheck}; do
     for args in "--hdim-q 128 --mask causal-br --seqlen-q 17 --seqlen-k 45" \

@@ -1,0 +1,87 @@
+// Memory primitives of the sm_80+ backward kernels that the forward does not need: 4-byte
+// cp.async for the per-row statistics, 64-bit shared loads, 128-bit read-only global loads, the
+// fp32 reductions into the dQ workspace and the semaphores of the deterministic mode.
+//
+// Kept apart from the kernels so that each is one obviously-correct instruction (and so that the
+// host-side emulator used to test the kernels can substitute this one file). NVIDIA only (inline
+// PTX, sm_80 and newer); NVRTC-safe: no toolkit headers.
+#pragma once
+
+#include "common/copy_sm80.h"
+#include "common/platform.h"
+
+// LSE and D rows start at arbitrary float offsets (seqlen_q need not be a multiple of 4), so they
+// are staged 4 bytes at a time; .ca is the only cp.async flavour that accepts 4-byte copies. A
+// source size of 0 zero-fills the destination without touching global memory.
+FMHA_DEVICE void fmha_cp_async_4(unsigned smem_dst, const void* gmem_src, bool valid) {
+  const int src_bytes = valid ? 4 : 0;
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(smem_dst), "l"(gmem_src),
+               "r"(src_bytes)
+               : "memory");
+}
+
+struct FmhaF32x2 {
+  float x, y;
+};
+
+FMHA_DEVICE FmhaF32x2 fmha_ld_shared_f32x2(unsigned smem) {
+  FmhaF32x2 v;
+  asm volatile("ld.shared.v2.f32 {%0, %1}, [%2];\n" : "=f"(v.x), "=f"(v.y) : "r"(smem) : "memory");
+  return v;
+}
+
+// Read-only path: only for data no thread writes during the kernel (O, dO, the finished dQ sums).
+FMHA_DEVICE FmhaU32x4 fmha_ld_global_nc_128(const void* gmem) {
+  FmhaU32x4 v;
+  asm volatile("ld.global.nc.v4.b32 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+               : "l"(gmem));
+  return v;
+}
+
+FMHA_DEVICE void fmha_st_global_f32x4(void* gmem, float x, float y, float z, float w) {
+  asm volatile("st.global.v4.f32 [%0], {%1, %2, %3, %4};\n" ::"l"(gmem), "f"(x), "f"(y), "f"(z),
+               "f"(w)
+               : "memory");
+}
+
+// gmem[0] += x, gmem[1] += y without returning the old values (red, not atom). sm_90 has a
+// vector form, halving the reduction requests; gmem must be 8-byte aligned.
+FMHA_DEVICE void fmha_red_add_f32x2(float* gmem, float x, float y) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("red.global.add.v2.f32 [%0], {%1, %2};\n" ::"l"(gmem), "f"(x), "f"(y) : "memory");
+#else
+  asm volatile("red.global.add.f32 [%0], %1;\n" ::"l"(gmem), "f"(x) : "memory");
+  asm volatile("red.global.add.f32 [%0], %1;\n" ::"l"(gmem + 1), "f"(y) : "memory");
+#endif
+}
+
+// Ordered (deterministic) accumulation reads what another CTA wrote: .cg reads L2, never a stale
+// line in this SM's L1.
+FMHA_DEVICE FmhaF32x2 fmha_ld_global_cg_f32x2(const float* gmem) {
+  FmhaF32x2 v;
+  asm volatile("ld.global.cg.v2.f32 {%0, %1}, [%2];\n" : "=f"(v.x), "=f"(v.y) : "l"(gmem) : "memory");
+  return v;
+}
+
+FMHA_DEVICE void fmha_st_global_f32x2(float* gmem, float x, float y) {
+  asm volatile("st.global.v2.f32 [%0], {%1, %2};\n" ::"l"(gmem), "f"(x), "f"(y) : "memory");
+}
+
+// Semaphores of the deterministic mode. The waiter spins with acquire loads so that everything the
+// releasing CTAs wrote before their release is visible once the count is seen. Called by one
+// thread; the caller's following barrier extends the ordering to the whole CTA.
+FMHA_DEVICE void fmha_semaphore_wait_eq(const int* sem, int count) {
+  int v;
+  do {
+    asm volatile("ld.acquire.gpu.global.b32 %0, [%1];\n" : "=r"(v) : "l"(sem) : "memory");
+  } while (v != count);
+}
+
+// Every writer thread must have executed fmha_fence_gpu() and then a barrier before one thread
+// releases.
+FMHA_DEVICE void fmha_semaphore_release_inc(int* sem) {
+  asm volatile("red.release.gpu.global.add.s32 [%0], 1;\n" ::"l"(sem) : "memory");
+}
+
+FMHA_DEVICE void fmha_fence_gpu() { __threadfence(); }

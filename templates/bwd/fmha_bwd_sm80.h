@@ -1,0 +1,201 @@
+// FlashAttention-2-style backward on tensor cores (mma.sync m16n8k16, fp32 accumulation), sm_80+.
+//
+// Three stages, launched in this order on one stream, each with 1-D blocks of kNumWarps * 32
+// threads (the rendered wrappers carry __launch_bounds__(kNumWarps * 32)):
+//   1. fmha_bwd_sm80_dot_do_o   grid (ceil(Sq / kBlockM), Hq, B), no dynamic shared memory.
+//        D = rowsum(dO * O) in fp32 into p.d_rowsum, and clears stage 2's workspace: the rows of
+//        p.dq_accum it owns and, when kDeterministic, its entry of p.semaphores (so the host
+//        needs no memset). When kDeterministic it must use stage 2's kBlockM: semaphores count
+//        query tiles of that size.
+//   2. fmha_bwd_sm80_dq_dk_dv   grid (ceil(Sk / kBlockN), Hk, B), dynamic shared memory
+//        FmhaBwdSm80Shape::kSmemBytes =
+//          2 * (kBlockN * (kHdimQ + kHdimV)                  K and V tiles
+//               + kStages * kBlockM * (kHdimQ + kHdimV)      Q and dO stages
+//               + kBlockN * kBlockM * (kPInRegs ? 1 : 2))    dS^T (and P^T) tiles
+//          + 8 * kStages * kBlockM                           LSE and D stages
+//        with kPInRegs = (kBlockN >= 16 * kNumWarps). Over 48 KB the host must raise
+//        CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES. Writes p.d_k and p.d_v (Element) and
+//        adds dS K (unscaled) into p.dq_accum.
+//   3. fmha_bwd_sm80_convert_dq grid (ceil(Sq / kBlockM), Hq, B), no dynamic shared memory.
+//        dQ = scale * dq_accum, rounded to Element, into p.d_q (the scale is applied here, once
+//        per element, rather than to every partial sum of stage 2).
+// Workspace: p.dq_accum fp32 [B, Hq, Sq, kHdimQ] contiguous (row stride kHdimQ); p.semaphores
+// int [B, Hq, ceil(Sq / kBlockM)] contiguous (deterministic mode only); p.d_rowsum fp32
+// [B, Hq, Sq]. dk_accum / dv_accum are unused: a stage-2 CTA owns its key rows for every query
+// head of its group, so GQA needs no reduction workspace and dK / dV are always deterministic.
+//
+// Recommended tiles (kBlockM, kBlockN, kNumWarps, kStages) [shared memory], the same on sm_80
+// (163 KB per CTA) and sm_90 (227 KB) unless noted. Registers, not shared memory, bound these
+// tiles: dK and dV stay in registers for the whole CTA, (Dq + Dv) / 2 fp32 per thread per 16
+// keys a warp owns, and phase A adds S^T and dP^T (kBlockM / kWarpsM fp32 each per m16 key tile).
+//   hdim     tile              why
+//   32/32    128,128,8,2 [96K]  keys-as-rows with P in registers; dK/dV cost only 32 registers,
+//                              so 128 queries per tile halve the per-tile barriers
+//   64/64    128,128,8,2 [128K] as 32 (64 + 64 + 64 accumulator registers), FA2's tile
+//   96/96    64,128,8,2 [113K]  96 + 32 + 32: 128 queries would need 224 accumulator registers
+//   128/128  64,128,8,2 [145K]  128 + 32 + 32, FA2's tile; 1 CTA/SM either way
+//   192/128  64,64,8,2 [137K]   dK/dV of 16 keys x full head dim would be 160 registers: 8 warps
+//                              on 64 keys split the head dim in two (P^T, dS^T through shared)
+//   192/192  64,64,8,2 [161K]   as 192/128; 2 stages just fit sm_80
+//   256/256  64,64,8,1 [144K]   sm_80: one stage fits; sm_90: 64,64,8,2 [208K]
+// All compile without spills (fp16/bf16 x 4 masks x deterministic on/off) for sm_80 and sm_90.
+//
+// Algorithm of stage 2. One CTA per kBlockN keys of one kv head: K and V stay in shared memory;
+// the CTA visits the query heads of its group in order and, for each, the query tiles that the
+// mask leaves visible to its keys (fully masked tiles are skipped, boundary tiles masked element
+// by element), streaming Q, dO, LSE and D through kStages cp.async slots. Per query tile, with
+// keys as the rows of every score matrix:
+//   A. S^T = K Q^T; P^T = exp2(S^T * scale_log2 - LSE * log2 e), 0 where masked or LSE = -inf;
+//      dP^T = V dO^T; dS^T = P^T o (dP^T - D). Warps split the keys (and the queries when there
+//      are more warps than k16 key blocks).
+//   B. dV += P^T dO, dK += dS^T Q. With keys as rows the accumulators of phase A are already the
+//      A operands here (as P is in the forward), so when each warp owns all queries of its keys
+//      (kPInRegs) P^T and dS^T never leave registers; otherwise they pass through shared memory
+//      and the warps split the head dimension instead.
+//   C. dQ = dS K from dS^T in shared memory (ldmatrix.trans), warps split queries x head dim, then
+//      added to dq_accum: fp32 reductions (red.global.add) when !kDeterministic, else in a fixed
+//      order (below).
+// Copies: commit groups [K V] [tile 0] ... [tile kStages-1], then one group per iteration, issued
+// as soon as phase B no longer reads the slot, so it overlaps phase C (and, with 2+ stages, the
+// whole next iteration).
+//
+// Deterministic mode. dq_accum of (b, h, query tile m) receives the key tiles' contributions in
+// increasing key-tile order: the CTA of key tile n waits (one thread spins on an acquire load,
+// then a barrier) until semaphore (b, h, m) equals the number of key tiles before n that visit m,
+// n - fmha_bwd_key_tiles(m).lo, which is computed by the same function that decides which tiles
+// a CTA visits, so it never waits for a tile that does not come. It then adds with plain loads and
+// stores, fences, and after a barrier one thread increments the semaphore (release). Fixed order
+// and fixed per-CTA arithmetic make dQ bit-identical run to run.
+// No deadlock: a CTA only waits for CTAs of the same (kv head, batch), i.e. the same blockIdx.y/z,
+// and lower blockIdx.x, hence lower linear block index. The hardware dispatches CTAs in linear
+// index order (FlashAttention-3's deterministic mode relies on the same), so when a CTA waits,
+// every CTA it waits for is resident or finished; the lowest-index unfinished resident CTA waits
+// only for finished ones, so it always progresses, finishes and frees its slot, by induction.
+#pragma once
+
+#include "bwd/fmha_bwd_memory_sm80.h"
+#include "bwd/fmha_bwd_sm80_dq_dk_dv.h"
+#include "common/copy_sm80.h"
+#include "common/fmha_params.h"
+#include "common/mask.h"
+#include "common/mma_sm80.h"
+#include "common/numeric.h"
+#include "common/platform.h"
+#include "common/softmax.h"
+
+// ---------------------------------------------------------------------------------------------
+// Stage 1: D = rowsum(dO * O); clears dq_accum rows and semaphores.
+
+template <class Element, int kHdimQ, int kHdimV, int kBlockM, int kNumWarps, bool kDeterministic>
+FMHA_DEVICE void fmha_bwd_sm80_dot_do_o(const FmhaBwdParams& p) {
+  enum {
+    kThreads = kNumWarps * 32,
+    kChunks = kHdimV / 8,  // 16-byte chunks per row
+    // Threads per row: a power of two (for the shuffle reduction) dividing the chunk count.
+    kRowThreads = kChunks % 8 == 0 ? 8 : 4,
+    kChunksPerThread = kChunks / kRowThreads,
+    kRowsPerPass = kThreads / kRowThreads,
+    kPasses = (kBlockM + kRowsPerPass - 1) / kRowsPerPass,
+  };
+  static_assert(kHdimV % 32 == 0 && kHdimQ % 32 == 0, "hdim must be a multiple of 32");
+  const FmhaFwdParams& f = p.fwd;
+  const int tid = fmha_thread_idx();
+  const int m_block = fmha_block_idx_x();
+  const int h = fmha_block_idx_y();
+  const int b = fmha_block_idx_z();
+  const int m0 = m_block * kBlockM;
+  const int rows_valid = min(kBlockM, f.seqlen_q - m0);
+  const fmha_index_t stat0 = (static_cast<fmha_index_t>(b) * f.nhead_q + h) * f.seqlen_q + m0;
+
+  const Element* do_ptr = static_cast<const Element*>(p.d_o) + b * p.do_strides.batch +
+                          h * p.do_strides.head + m0 * p.do_strides.row;
+  const Element* o_ptr = static_cast<const Element*>(f.o) + b * f.o_strides.batch +
+                         h * f.o_strides.head + m0 * f.o_strides.row;
+  const int sub = tid % kRowThreads;
+#pragma unroll
+  for (int pass = 0; pass < kPasses; ++pass) {
+    const int r = pass * kRowsPerPass + tid / kRowThreads;
+    float sum = 0.f;
+    if (r < rows_valid) {
+#pragma unroll
+      for (int c = 0; c < kChunksPerThread; ++c) {
+        // Interleaved so that a row's threads read consecutive 16-byte chunks.
+        const int col = (c * kRowThreads + sub) * 8;
+        const FmhaU32x4 a = fmha_ld_global_nc_128(do_ptr + r * p.do_strides.row + col);
+        const FmhaU32x4 o = fmha_ld_global_nc_128(o_ptr + r * f.o_strides.row + col);
+        const unsigned av[4] = {a.x, a.y, a.z, a.w};
+        const unsigned ov[4] = {o.x, o.y, o.z, o.w};
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          // Each 32-bit word holds two elements, low half first.
+          const unsigned aw = av[e];
+          const unsigned ow = ov[e];
+          Element lo_a, hi_a, lo_o, hi_o;
+          lo_a.bits = static_cast<unsigned short>(aw & 0xffffu);
+          hi_a.bits = static_cast<unsigned short>(aw >> 16);
+          lo_o.bits = static_cast<unsigned short>(ow & 0xffffu);
+          hi_o.bits = static_cast<unsigned short>(ow >> 16);
+          sum += fmha_to_float(lo_a) * fmha_to_float(lo_o);
+          sum += fmha_to_float(hi_a) * fmha_to_float(hi_o);
+        }
+      }
+    }
+    // Every lane takes part (the loop bounds are uniform), so the shuffles are well defined.
+#pragma unroll
+    for (int off = kRowThreads / 2; off > 0; off /= 2) sum += fmha_shfl_xor(sum, off);
+    if (sub == 0 && r < rows_valid) p.d_rowsum[stat0 + r] = sum;
+  }
+
+  // dq_accum rows [m0, m0 + rows_valid) are one contiguous span (row stride kHdimQ).
+  if (rows_valid > 0) {
+    float* acc = p.dq_accum + stat0 * kHdimQ;
+    const int n4 = rows_valid * (kHdimQ / 4);
+    for (int i = tid; i < n4; i += kThreads) fmha_st_global_f32x4(acc + i * 4, 0.f, 0.f, 0.f, 0.f);
+  }
+  if (kDeterministic && tid == 0) {
+    const int num_m = (f.seqlen_q + kBlockM - 1) / kBlockM;
+    p.semaphores[(static_cast<fmha_index_t>(b) * f.nhead_q + h) * num_m + m_block] = 0;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Stage 3: dQ = scale * dq_accum.
+
+template <class Element, int kHdimQ, int kBlockM, int kNumWarps>
+FMHA_DEVICE void fmha_bwd_sm80_convert_dq(const FmhaBwdParams& p) {
+  enum { kThreads = kNumWarps * 32, kChunks = kHdimQ / 8, kTotal = kBlockM * kChunks };
+  using Mma = FmhaMmaSm80<Element>;
+  const FmhaFwdParams& f = p.fwd;
+  const int tid = fmha_thread_idx();
+  const int h = fmha_block_idx_y();
+  const int b = fmha_block_idx_z();
+  const int m0 = fmha_block_idx_x() * kBlockM;
+  const int rows_valid = min(kBlockM, f.seqlen_q - m0);
+  const float* acc =
+      p.dq_accum + ((static_cast<fmha_index_t>(b) * f.nhead_q + h) * f.seqlen_q + m0) * kHdimQ;
+  Element* dq = static_cast<Element*>(p.d_q) + b * p.dq_strides.batch + h * p.dq_strides.head +
+                m0 * p.dq_strides.row;
+  const float scale = f.scale;
+  for (int i = tid; i < kTotal; i += kThreads) {
+    const int row = i / kChunks;
+    const int col = (i % kChunks) * 8;
+    if (row < rows_valid) {
+      const FmhaU32x4 a = fmha_ld_global_nc_128(acc + row * kHdimQ + col);
+      const FmhaU32x4 c = fmha_ld_global_nc_128(acc + row * kHdimQ + col + 4);
+      const unsigned w[8] = {a.x, a.y, a.z, a.w, c.x, c.y, c.z, c.w};
+      unsigned v[4];
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        v[e] = Mma::pack(fmha_uint_as_float(w[2 * e]) * scale,
+                         fmha_uint_as_float(w[2 * e + 1]) * scale);
+      }
+      FmhaU32x4 out;
+      out.x = v[0];
+      out.y = v[1];
+      out.z = v[2];
+      out.w = v[3];
+      fmha_st_global_128(dq + row * p.dq_strides.row + col, out);
+    }
+  }
+}
+

@@ -1,0 +1,162 @@
+// Building blocks of the sm_80+ backward kernels (fmha_bwd_sm80.h): the compile-time shape and
+// warp layout of stage 2, fragment addressing for per-warp offsets, and the tile-level mask
+// geometry shared by the skip test and the semaphore counts of the deterministic mode.
+#pragma once
+
+#include "common/copy_sm80.h"
+#include "common/fmha_params.h"
+#include "common/mask.h"
+#include "common/platform.h"
+
+template <int kHdimQ, int kHdimV, int kBlockM, int kBlockN, int kNumWarps, int kStages>
+struct FmhaBwdSm80Shape {
+  enum {
+    kThreads = kNumWarps * 32,
+    // Phases A and B: warps split the keys into k16 row blocks first.
+    kWarpsN = kBlockN >= 16 * kNumWarps ? kNumWarps : kBlockN / 16,
+    kWarpsM = kNumWarps / kWarpsN,  // phase A: split of the queries; phase B: of the head dim
+    kKT = kBlockN / (16 * kWarpsN),  // m16 key tiles per warp
+    kQT = kBlockM / (8 * kWarpsM),   // n8 query fragments per key tile in phase A
+    kPInRegs = kWarpsM == 1,
+    kDKP = kHdimQ / (16 * kWarpsM),  // 16-column pairs of dK per warp
+    kDVP = kHdimV / (16 * kWarpsM),
+    // Phase C: warps split the queries into k16 row blocks first, then the head dim.
+    kWarpsMC = kBlockM >= 16 * kNumWarps ? kNumWarps : kBlockM / 16,
+    kWarpsDC = kNumWarps / kWarpsMC,
+    kMC = kBlockM / (16 * kWarpsMC),
+    kDQP = kHdimQ / (16 * kWarpsDC),
+    kSmemBytes = 2 * (kBlockN * (kHdimQ + kHdimV) + kStages * kBlockM * (kHdimQ + kHdimV) +
+                      kBlockN * kBlockM * (kPInRegs ? 1 : 2)) +
+                 8 * kStages * kBlockM,
+  };
+  static_assert(kNumWarps == 4 || kNumWarps == 8, "4 or 8 warps");
+  static_assert(kBlockN % 16 == 0 && (kKT == 1 || kKT == 2) && kKT * kWarpsN * 16 == kBlockN,
+                "each warp owns one or two m16 key tiles");
+  // Power-of-two warp splits keep every per-warp fragment offset foldable (fmha_bwd_frag_addr).
+  static_assert((kWarpsM & (kWarpsM - 1)) == 0 && (kWarpsDC & (kWarpsDC - 1)) == 0, "");
+  static_assert(kBlockM % 32 == 0 && kQT % 2 == 0, "queries per warp: whole k16 steps");
+  static_assert(kMC == 1 || kMC == 2, "one or two m16 query tiles per warp in phase C");
+  static_assert(kHdimQ % 32 == 0 && kHdimV % 32 == 0, "hdim must be a multiple of 32");
+  static_assert(kDKP * 16 * kWarpsM == kHdimQ && kDVP * 16 * kWarpsM == kHdimV &&
+                    kDQP * 16 * kWarpsDC == kHdimQ,
+                "head dim split into whole 16-column pairs per warp");
+  static_assert(kStages >= 1 && kStages <= 3, "1 to 3 Q/dO stages");
+};
+
+// Fragment addresses (FmhaFragAddr) for a warp whose first row and chunk are runtime values: the
+// per-warp part is folded into the base once, so at(row, chunk) still costs one XOR and an
+// immediate. row0 must be a multiple of 8 and chunk0 even; the compile-time chunk c later passed
+// to at() must add to chunk0 without carries between their bits modulo the tile's block width
+// kW. That holds for the warp splits used here: either chunk0 < 2P with every c a multiple of 2P
+// (P a power of two: head-dim columns interleaved over P warps, 16 columns at a time), or
+// chunk0 a multiple of 2P with every c below 2P (a warp's contiguous query rows in phase C).
+template <class Tile>
+FMHA_DEVICE FmhaFragAddr<Tile> fmha_bwd_frag_addr(unsigned tile_base, unsigned lane_x, int row0,
+                                                  int chunk0) {
+  FmhaFragAddr<Tile> a;
+  a.base = tile_base + static_cast<unsigned>((chunk0 / Tile::kW) * Tile::kBlockBytes +
+                                             row0 * (Tile::kW * 16)) +
+           (lane_x ^ static_cast<unsigned>(((chunk0 % Tile::kW) / 2) * 32));
+  return a;
+}
+
+// Lane roles of ldmatrix.x4 (see FmhaFragAddr). kLaneA: matrices (rows 0-7, chunk 0), (rows 8-15,
+// chunk 0), (0-7, 1), (8-15, 1): an A operand from [m][k] rows, or a B operand pair (two n8
+// tiles) from [k][n] rows with .trans. kLaneB: (0-7, 0), (0-7, 1), (8-15, 0), (8-15, 1): a B
+// operand pair from [n][k] rows, or an A operand from [k][m] rows with .trans.
+template <class Tile>
+FMHA_DEVICE unsigned fmha_bwd_lane_a(int lane) {
+  return FmhaFragAddr<Tile>::lane_term((lane & 7) + ((lane >> 3) & 1) * 8, lane >> 4);
+}
+template <class Tile>
+FMHA_DEVICE unsigned fmha_bwd_lane_b(int lane) {
+  return FmhaFragAddr<Tile>::lane_term((lane & 7) + (lane >> 4) * 8, (lane >> 3) & 1);
+}
+
+// Stores a packed pair (columns 2t, 2t+1 of an n8 fragment; lane = 4g + t) at row `row`, 8-column
+// chunk `chunk` of a swizzled 16-bit tile.
+template <class Tile>
+FMHA_DEVICE void fmha_bwd_store_pair(unsigned tile_base, int row, int chunk, int lane,
+                                     unsigned v) {
+  fmha_st_shared_b32(tile_base + Tile::offset(row, chunk) + (lane & 3) * 4, v);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Tile-level visibility, shared by the skip test and the semaphore counts of the deterministic
+// mode (one definition, so a CTA never waits for a key tile that does not visit the query tile).
+
+// Key tiles [lo, hi) that query tile m_block sees (empty when hi <= lo). The visible keys of a
+// row are an interval whose ends never decrease with the row, and consecutive rows' intervals
+// overlap or touch, so the union over the tile's valid rows is [lo(first), hi(last)), and every
+// key tile meeting it is seen by some row. A first row whose interval starts at or past seqlen_k
+// means no row sees anything. Both ends never decrease with m_block.
+template <int kMaskKind, int kBlockM, int kBlockN>
+FMHA_DEVICE FmhaKeyRange fmha_bwd_key_tiles(int m_block, const FmhaFwdParams& p) {
+  const int num_n = (p.seqlen_k + kBlockN - 1) / kBlockN;
+  FmhaKeyRange r;
+  r.lo = 0;
+  r.hi = num_n;
+  if (kMaskKind != FMHA_MASK_NONE) {
+    const int first = m_block * kBlockM;
+    const int last = min(first + kBlockM, p.seqlen_q) - 1;
+    const int lo = fmha_visible_keys(kMaskKind, first, p.seqlen_q, p.seqlen_k, p.window_left,
+                                     p.window_right)
+                       .lo;
+    const int hi = fmha_visible_keys(kMaskKind, last, p.seqlen_q, p.seqlen_k, p.window_left,
+                                     p.window_right)
+                       .hi;
+    r.lo = lo >= p.seqlen_k ? num_n : lo / kBlockN;
+    r.hi = min((hi + kBlockN - 1) / kBlockN, num_n);
+  }
+  return r;
+}
+
+// Query tiles [lo, hi) that visit key tile n_block: {m : lo(m) <= n_block < hi(m)} of the
+// function above, found by binary search on its two monotone ends.
+template <int kMaskKind, int kBlockM, int kBlockN>
+FMHA_DEVICE FmhaKeyRange fmha_bwd_query_tiles(int n_block, const FmhaFwdParams& p) {
+  const int num_m = (p.seqlen_q + kBlockM - 1) / kBlockM;
+  FmhaKeyRange r;
+  r.lo = 0;
+  r.hi = num_m;
+  if (kMaskKind != FMHA_MASK_NONE) {
+    int a = 0, b = num_m;  // first m with hi(m) > n_block
+    while (a < b) {
+      const int mid = (a + b) / 2;
+      if (fmha_bwd_key_tiles<kMaskKind, kBlockM, kBlockN>(mid, p).hi > n_block) b = mid;
+      else a = mid + 1;
+    }
+    r.lo = a;
+    b = num_m;  // first m with lo(m) > n_block, searched from r.lo (lo(m) <= n_block before it)
+    while (a < b) {
+      const int mid = (a + b) / 2;
+      if (fmha_bwd_key_tiles<kMaskKind, kBlockM, kBlockN>(mid, p).lo > n_block) b = mid;
+      else a = mid + 1;
+    }
+    r.hi = a;
+  }
+  return r;
+}
+
+// Queries [lo, hi) that see key j: fmha_visible_keys (mask.h) solved for the row, exact for keys
+// in [0, seqlen_k) (its clamps only ever cut keys outside that range); keys past seqlen_k (tile
+// padding) are seen by nobody. 32-bit, with the windows clamped as in fmha_fwd_row_keys; the
+// upper end may exceed seqlen_q (padding rows, harmless).
+template <int kMaskKind>
+FMHA_DEVICE FmhaKeyRange fmha_bwd_key_queries(int j, const FmhaFwdParams& p) {
+  FmhaKeyRange r;
+  r.lo = 0;
+  r.hi = p.seqlen_q;
+  const int shift = p.seqlen_k - p.seqlen_q;  // bottom-right diagonal
+  const int limit = p.seqlen_q + p.seqlen_k;
+  if (kMaskKind == FMHA_MASK_CAUSAL_TOP_LEFT) {
+    r.lo = j;
+  } else if (kMaskKind == FMHA_MASK_CAUSAL_BOTTOM_RIGHT) {
+    r.lo = j - shift;
+  } else if (kMaskKind == FMHA_MASK_SLIDING_WINDOW) {
+    if (p.window_right >= 0) r.lo = j - shift - min(p.window_right, limit);
+    if (p.window_left >= 0) r.hi = j - shift + min(p.window_left, limit) + 1;
+  }
+  if (j >= p.seqlen_k) r.hi = r.lo;
+  return r;
+}
