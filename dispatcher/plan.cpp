@@ -11,6 +11,13 @@ unsigned u32(std::int64_t v) { return static_cast<unsigned>(v); }
 
 }  // namespace
 
+unsigned stage_dynamic_smem_bytes(const FmhaKernelConfig& c, codegen::StageRole role) {
+  if (c.impl == KernelImpl::mma_sm80 && role == codegen::StageRole::fwd) {
+    return static_cast<unsigned>(codegen::mma_sm80_fwd_smem_bytes(c));
+  }
+  return 0;  // the reference kernels use static shared memory only
+}
+
 std::vector<StageLaunch> plan_stages(const FmhaKernelConfig& c, const FmhaProblem& p) {
   std::vector<StageLaunch> stages;
   if (c.impl == KernelImpl::mma_sm80) {
@@ -19,7 +26,7 @@ std::vector<StageLaunch> plan_stages(const FmhaKernelConfig& c, const FmhaProble
     stages.push_back({codegen::StageRole::fwd,
                       {u32(m_blocks), u32(p.nhead_q), u32(p.batch)},
                       {u32(c.num_warps * 32), 1, 1},
-                      static_cast<unsigned>(codegen::mma_sm80_fwd_smem_bytes(c))});
+                      stage_dynamic_smem_bytes(c, codegen::StageRole::fwd)});
     return stages;
   }
   // Reference kernels: one block per row, geometry documented in templates/reference/*.h.

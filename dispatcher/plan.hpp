@@ -19,6 +19,10 @@ struct StageLaunch {
   unsigned dynamic_smem_bytes = 0;
 };
 
+// Dynamic shared memory of one stage; it depends on the config only, so the runner raises the
+// driver's limit once per module load rather than per launch.
+unsigned stage_dynamic_smem_bytes(const FmhaKernelConfig& canonical, codegen::StageRole role);
+
 // Stages in launch order, matching codegen::stage_roles(config).
 std::vector<StageLaunch> plan_stages(const FmhaKernelConfig& canonical, const FmhaProblem& problem);
 

@@ -89,8 +89,13 @@ class KernelRunner final : public FmhaRunner {
     module_ = loaded_modules().get_or_build(key(), [&] {
       auto m = std::make_shared<LoadedModule>();
       m->module = api.load_module(kernel_->binary);
-      for (const auto& symbol : kernel_->manifest.kernel_symbols) {
-        m->functions.push_back(api.get_function(m->module, symbol));
+      const auto roles = codegen::stage_roles(config());
+      for (std::size_t i = 0; i < roles.size(); ++i) {
+        void* fn = api.get_function(m->module, kernel_->manifest.kernel_symbols.at(i));
+        // Above 48 KB of dynamic shared memory a function needs the driver's opt-in.
+        const unsigned smem = stage_dynamic_smem_bytes(config(), roles[i]);
+        if (smem > 48 * 1024) api.set_max_dynamic_smem(fn, static_cast<int>(smem));
+        m->functions.push_back(fn);
       }
       return m;
     });
@@ -113,9 +118,7 @@ class KernelRunner final : public FmhaRunner {
     void* args[] = {params};
     for (std::size_t i = 0; i < stages.size(); ++i) {
       const auto& s = stages[i];
-      void* fn = module_->functions.at(i);
-      if (s.dynamic_smem_bytes > 48 * 1024) api.set_max_dynamic_smem(fn, s.dynamic_smem_bytes);
-      api.launch(fn, s.grid, s.block, s.dynamic_smem_bytes, stream, args);
+      api.launch(module_->functions.at(i), s.grid, s.block, s.dynamic_smem_bytes, stream, args);
     }
   }
 

@@ -45,27 +45,34 @@ FMHA_DEVICE void fmha_st_global_f32x4(void* gmem, float x, float y, float z, flo
                : "memory");
 }
 
-// gmem[0] += x, gmem[1] += y without returning the old values (red, not atom). sm_90 has a
-// vector form, halving the reduction requests; gmem must be 8-byte aligned.
+// The dQ accumulation below uses the compiler's intrinsics rather than inline PTX: a thread issues
+// dozens of them per tile at constant offsets from one row pointer, and only the compiler can fold
+// those offsets into the instructions (as inline asm operands, each address took its own 64-bit
+// register pair, 64 extra registers at hdim 192).
+
+// gmem[0] += x, gmem[1] += y; the results are unused, so these compile to reductions (RED). sm_90
+// has a vector form, halving the requests; gmem must be 8-byte aligned.
 FMHA_DEVICE void fmha_red_add_f32x2(float* gmem, float x, float y) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("red.global.add.v2.f32 [%0], {%1, %2};\n" ::"l"(gmem), "f"(x), "f"(y) : "memory");
+  atomicAdd(reinterpret_cast<float2*>(gmem), make_float2(x, y));
 #else
-  asm volatile("red.global.add.f32 [%0], %1;\n" ::"l"(gmem), "f"(x) : "memory");
-  asm volatile("red.global.add.f32 [%0], %1;\n" ::"l"(gmem + 1), "f"(y) : "memory");
+  atomicAdd(gmem, x);
+  atomicAdd(gmem + 1, y);
 #endif
 }
 
-// Ordered (deterministic) accumulation reads what another CTA wrote: .cg reads L2, never a stale
-// line in this SM's L1.
+// Ordered (deterministic) accumulation reads what another CTA wrote: ld.global.cg reads L2, never a
+// stale line in this SM's L1.
 FMHA_DEVICE FmhaF32x2 fmha_ld_global_cg_f32x2(const float* gmem) {
-  FmhaF32x2 v;
-  asm volatile("ld.global.cg.v2.f32 {%0, %1}, [%2];\n" : "=f"(v.x), "=f"(v.y) : "l"(gmem) : "memory");
-  return v;
+  const float2 v = __ldcg(reinterpret_cast<const float2*>(gmem));
+  FmhaF32x2 r;
+  r.x = v.x;
+  r.y = v.y;
+  return r;
 }
 
 FMHA_DEVICE void fmha_st_global_f32x2(float* gmem, float x, float y) {
-  asm volatile("st.global.v2.f32 [%0], {%1, %2};\n" ::"l"(gmem), "f"(x), "f"(y) : "memory");
+  *reinterpret_cast<float2*>(gmem) = make_float2(x, y);
 }
 
 // Semaphores of the deterministic mode. The waiter spins with acquire loads so that everything the
@@ -85,3 +92,17 @@ FMHA_DEVICE void fmha_semaphore_release_inc(int* sem) {
 }
 
 FMHA_DEVICE void fmha_fence_gpu() { __threadfence(); }
+
+// Returns x through an empty asm statement the optimizer cannot see through. Fragment addresses
+// are derived from a few per-warp bases by XOR-ing and adding constants; when a base is loop
+// invariant the compiler hoists every derived address out of the query-tile loop, one register
+// each, which pushes the largest tiles into spills. Laundering the bases once per iteration keeps
+// the derivations inside the loop, where they fold into the instructions' immediates.
+FMHA_DEVICE unsigned fmha_opaque(unsigned x) {
+  asm volatile("" : "+r"(x));
+  return x;
+}
+
+// A code-motion barrier for ptxas: shared-memory loads are not moved across a CTA fence. Used
+// where a fully unrolled loop would otherwise have all its fragment loads hoisted to the top.
+FMHA_DEVICE void fmha_schedule_fence() { __threadfence_block(); }

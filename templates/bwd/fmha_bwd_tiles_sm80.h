@@ -25,6 +25,13 @@ struct FmhaBwdSm80Shape {
     kWarpsDC = kNumWarps / kWarpsMC,
     kMC = kBlockM / (16 * kWarpsMC),
     kDQP = kHdimQ / (16 * kWarpsDC),
+#ifdef FMHA_BWD_UNROLL_A
+    kUnrollA = FMHA_BWD_UNROLL_A,
+    kUnrollC = FMHA_BWD_UNROLL_C,
+#else
+    kUnrollA = 1,
+    kUnrollC = 1,
+#endif
     kSmemBytes = 2 * (kBlockN * (kHdimQ + kHdimV) + kStages * kBlockM * (kHdimQ + kHdimV) +
                       kBlockN * kBlockM * (kPInRegs ? 1 : 2)) +
                  8 * kStages * kBlockM,
@@ -73,13 +80,29 @@ FMHA_DEVICE unsigned fmha_bwd_lane_b(int lane) {
   return FmhaFragAddr<Tile>::lane_term((lane & 7) + (lane >> 4) * 8, (lane >> 3) & 1);
 }
 
-// Stores a packed pair (columns 2t, 2t+1 of an n8 fragment; lane = 4g + t) at row `row`, 8-column
-// chunk `chunk` of a swizzled 16-bit tile.
+// Per-lane addresses of accumulator pairs (row g, columns 2t, 2t+1 of an n8 fragment; lane =
+// 4g + t) in a swizzled 16-bit tile, for a warp whose rows start at row0 (a multiple of 8) and
+// whose fragments start at chunk0. As with FmhaFragAddr, everything but one XOR folds into
+// immediates: with row = row0 + g + r (r a multiple of 8) the swizzle depends on g only, and
+// chunk0 + c must not carry between the bits of chunk0 and c modulo kW (chunk0 a multiple of a
+// power of two exceeding every c, or of kW).
 template <class Tile>
-FMHA_DEVICE void fmha_bwd_store_pair(unsigned tile_base, int row, int chunk, int lane,
-                                     unsigned v) {
-  fmha_st_shared_b32(tile_base + Tile::offset(row, chunk) + (lane & 3) * 4, v);
-}
+struct FmhaPairAddr {
+  unsigned base;
+
+  FMHA_DEVICE void init(unsigned tile_base, int lane, int row0, int chunk0) {
+    const int g = lane >> 2;
+    base = tile_base +
+           static_cast<unsigned>((chunk0 / Tile::kW) * Tile::kBlockBytes +
+                                 (row0 + g) * (Tile::kW * 16) + (lane & 3) * 4) +
+           static_cast<unsigned>(((chunk0 % Tile::kW) ^ Tile::swizzle(g)) * 16);
+  }
+  // r: compile-time multiple of 8; c: compile-time chunk offset.
+  FMHA_DEVICE unsigned at(int r, int c) const {
+    return (base ^ static_cast<unsigned>((c % Tile::kW) * 16)) +
+           static_cast<unsigned>((c / Tile::kW) * Tile::kBlockBytes + r * (Tile::kW * 16));
+  }
+};
 
 // ---------------------------------------------------------------------------------------------
 // Tile-level visibility, shared by the skip test and the semaphore counts of the deterministic
