@@ -45,13 +45,17 @@ class MemoryCache {
     return future.get();
   }
 
-  // nullptr when the key is absent or still building.
+  // nullptr when the key is absent, still building, or its build just failed.
   Ptr find(const std::string& key) const {
     std::lock_guard lock(mutex_);
     auto it = map_.find(key);
     if (it == map_.end()) return nullptr;
     if (it->second.wait_for(std::chrono::seconds(0)) != std::future_status::ready) return nullptr;
-    return it->second.get();
+    try {
+      return it->second.get();
+    } catch (...) {
+      return nullptr;  // the failing builder erases the entry right after publishing its error
+    }
   }
 
   void clear() {
