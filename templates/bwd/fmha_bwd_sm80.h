@@ -24,37 +24,44 @@
 // [B, Hq, Sq]. dk_accum / dv_accum are unused: a stage-2 CTA owns its key rows for every query
 // head of its group, so GQA needs no reduction workspace and dK / dV are always deterministic.
 //
-// Recommended tiles (kBlockM, kBlockN, kNumWarps, kStages) [shared memory], the same on sm_80
-// (163 KB per CTA) and sm_90 (227 KB) unless noted. Registers, not shared memory, bound these
-// tiles: dK and dV stay in registers for the whole CTA, (Dq + Dv) / 2 fp32 per thread per 16
-// keys a warp owns, and phase A adds S^T and dP^T (kBlockM / kWarpsM fp32 each per m16 key tile).
-//   hdim     tile              why
-//   32/32    128,128,8,2 [96K]  keys-as-rows with P in registers; dK/dV cost only 32 registers,
-//                              so 128 queries per tile halve the per-tile barriers
-//   64/64    128,128,8,2 [128K] as 32 (64 + 64 + 64 accumulator registers), FA2's tile
-//   96/96    64,128,8,2 [113K]  96 + 32 + 32: 128 queries would need 224 accumulator registers
-//   128/128  64,128,8,2 [145K]  128 + 32 + 32, FA2's tile; 1 CTA/SM either way
-//   192/128  64,64,8,2 [137K]   dK/dV of 16 keys x full head dim would be 160 registers: 8 warps
-//                              on 64 keys split the head dim in two (P^T, dS^T through shared)
-//   192/192  64,64,8,2 [161K]   as 192/128; 2 stages just fit sm_80
-//   256/256  64,64,8,1 [144K]   sm_80: one stage fits; sm_90: 64,64,8,2 [208K]
-// All compile without spills (fp16/bf16 x 4 masks x deterministic on/off) for sm_80 and sm_90.
+// Recommended tiles (kBlockM, kBlockN, kNumWarps, kStages) [dynamic shared memory], registers of
+// stage 2 (ptxas, worst of fp16/bf16 x 4 masks x deterministic on/off; sm_80 / sm_90). sm_80
+// allows 163 KB per CTA, sm_90 227 KB. Registers bound these tiles, not shared memory: dK and dV
+// live in registers for the whole CTA, (Dq + Dv) / 2 fp32 per thread when a warp owns 16 keys and
+// the full head dim, and phase A adds dP^T (kBlockM / 2 per thread) plus one 32-query part of S^T
+// (16). Every configuration runs 8 warps and so one CTA per SM (> 128 registers); key tiles of 128
+// halve, against 64, both the dq_accum reduction traffic and the Q / dO re-reads per key.
+//   hdim     tile               regs       why
+//   32/32    128,128,8,2 [82K]   REGS32     P in registers; 128-query tiles halve the barriers and
+//                                           the semaphore round trips per key tile
+//   64/64    128,128,8,2 [130K]  REGS64     as 32/32 (FA2 uses the same tile)
+//   96/96    64,128,8,2 [113K]   REGS96     128 queries would add 32 registers of dP^T
+//   128/128  64,128,8,2 [145K]   REGS128    dK + dV alone are 128 registers (FA2's tile)
+//   192/128  64,64,8,2 [137K]    REGS192128 16 keys x full head dim would need 160 registers of
+//                                           dK + dV: 8 warps on 64 keys split the head dim in
+//                                           two instead (P^T, dS^T through shared memory)
+//   192/192  64,64,8,2 [161K]    REGS192    as 192/128; the second stage just fits sm_80
+//   256/256  64,64,8,1 [145K]    REGS256    sm_80: one stage fits
+//            64,64,8,2 [209K]    REGS256S2  sm_90
+// None spills or uses a stack frame. Stages: with 2, the next Q / dO tile loads during a whole
+// iteration; with 1 only during phase C.
 //
 // Algorithm of stage 2. One CTA per kBlockN keys of one kv head: K and V stay in shared memory;
 // the CTA visits the query heads of its group in order and, for each, the query tiles that the
 // mask leaves visible to its keys (fully masked tiles are skipped, boundary tiles masked element
 // by element), streaming Q, dO, LSE and D through kStages cp.async slots. Per query tile, with
 // keys as the rows of every score matrix:
-//   A. S^T = K Q^T; P^T = exp2(S^T * scale_log2 - LSE * log2 e), 0 where masked or LSE = -inf;
-//      dP^T = V dO^T; dS^T = P^T o (dP^T - D). Warps split the keys (and the queries when there
-//      are more warps than k16 key blocks).
+//   A. dP^T = V dO^T; then, 32 queries per warp at a time, S^T = K Q^T and
+//      P^T = exp2(S^T * scale_log2 - LSE * log2 e) (0 where masked or LSE = -inf) and
+//      dS^T = P^T o (dP^T - D), packed to 16 bits at once. Warps split the keys (and the queries
+//      when there are more warps than k16 key blocks).
 //   B. dV += P^T dO, dK += dS^T Q. With keys as rows the accumulators of phase A are already the
 //      A operands here (as P is in the forward), so when each warp owns all queries of its keys
 //      (kPInRegs) P^T and dS^T never leave registers; otherwise they pass through shared memory
 //      and the warps split the head dimension instead.
-//   C. dQ = dS K from dS^T in shared memory (ldmatrix.trans), warps split queries x head dim, then
-//      added to dq_accum: fp32 reductions (red.global.add) when !kDeterministic, else in a fixed
-//      order (below).
+//   C. dQ = dS K from dS^T in shared memory (ldmatrix.trans), warps split queries x head dim (in
+//      two halves of the head dim when a warp has more than 64 columns), added to dq_accum: fp32
+//      reductions (red.global.add) when !kDeterministic, else in a fixed order (below).
 // Copies: commit groups [K V] [tile 0] ... [tile kStages-1], then one group per iteration, issued
 // as soon as phase B no longer reads the slot, so it overlaps phase C (and, with 2+ stages, the
 // whole next iteration).
@@ -198,4 +205,3 @@ FMHA_DEVICE void fmha_bwd_sm80_convert_dq(const FmhaBwdParams& p) {
     }
   }
 }
-

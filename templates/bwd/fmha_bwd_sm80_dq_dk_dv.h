@@ -94,6 +94,10 @@ FMHA_DEVICE void fmha_bwd_sm80_dq_dk_dv(const FmhaBwdParams& p, char* smem) {
     kMC = Shape::kMC,
     kDQP = Shape::kDQP,
     kKSteps = kBlockM / 16,  // k16 steps over the queries (phase B)
+    kSplitS = Shape::kSplitS,
+    kQTS = kQT / kSplitS,  // n8 fragments of S^T per part
+    kSplitC = Shape::kSplitC,
+    kDQPP = kDQP / kSplitC,  // head-dim pairs of dQ per part
   };
 
   const FmhaFwdParams& f = p.fwd;
@@ -121,16 +125,14 @@ FMHA_DEVICE void fmha_bwd_sm80_dq_dk_dv(const FmhaBwdParams& p, char* smem) {
   const unsigned smem_dsum = smem_lse + kStages * kBlockM * 4;
 
   // Prologue: groups [K V] [tile 0] ... [tile kStages-1].
-  fmha_copy_tile_async<KTile, kThreads>(
-      smem_k,
-      static_cast<const Element*>(f.k) + b * f.k_strides.batch + hk * f.k_strides.head +
-          n0 * f.k_strides.row,
-      f.k_strides.row, keys_valid, tid);
-  fmha_copy_tile_async<VTile, kThreads>(
-      smem_v,
-      static_cast<const Element*>(f.v) + b * f.v_strides.batch + hk * f.v_strides.head +
-          n0 * f.v_strides.row,
-      f.v_strides.row, keys_valid, tid);
+  fmha_copy_tile_async<KTile, kThreads>(smem_k,
+                                        static_cast<const Element*>(f.k) + b * f.k_strides.batch +
+                                            hk * f.k_strides.head + n0 * f.k_strides.row,
+                                        f.k_strides.row, keys_valid, tid);
+  fmha_copy_tile_async<VTile, kThreads>(smem_v,
+                                        static_cast<const Element*>(f.v) + b * f.v_strides.batch +
+                                            hk * f.v_strides.head + n0 * f.v_strides.row,
+                                        f.v_strides.row, keys_valid, tid);
   fmha_cp_async_commit();
 
   auto load_tile = [&](int it, int slot) {
@@ -141,16 +143,16 @@ FMHA_DEVICE void fmha_bwd_sm80_dq_dk_dv(const FmhaBwdParams& p, char* smem) {
       const int h = hk * group + g;
       const int m0 = (m_tiles.lo + it - g * m_count) * kBlockM;
       const int rows = f.seqlen_q - m0;
-      fmha_copy_tile_async<QTile, kThreads>(
-          smem_q + slot * QTile::kBytes,
-          static_cast<const Element*>(f.q) + b * f.q_strides.batch + h * f.q_strides.head +
-              m0 * f.q_strides.row,
-          f.q_strides.row, rows, tid);
-      fmha_copy_tile_async<DoTile, kThreads>(
-          smem_do + slot * DoTile::kBytes,
-          static_cast<const Element*>(p.d_o) + b * p.do_strides.batch + h * p.do_strides.head +
-              m0 * p.do_strides.row,
-          p.do_strides.row, rows, tid);
+      fmha_copy_tile_async<QTile, kThreads>(smem_q + slot * QTile::kBytes,
+                                            static_cast<const Element*>(f.q) +
+                                                b * f.q_strides.batch + h * f.q_strides.head +
+                                                m0 * f.q_strides.row,
+                                            f.q_strides.row, rows, tid);
+      fmha_copy_tile_async<DoTile, kThreads>(smem_do + slot * DoTile::kBytes,
+                                             static_cast<const Element*>(p.d_o) +
+                                                 b * p.do_strides.batch + h * p.do_strides.head +
+                                                 m0 * p.do_strides.row,
+                                             p.do_strides.row, rows, tid);
       // Rows past seqlen_q read LSE = D = 0: with their zero-filled Q and dO that makes P finite
       // and every product they enter exactly 0.
       const fmha_index_t stat = (static_cast<fmha_index_t>(b) * f.nhead_q + h) * f.seqlen_q + m0;
@@ -233,22 +235,15 @@ FMHA_DEVICE void fmha_bwd_sm80_dq_dk_dv(const FmhaBwdParams& p, char* smem) {
     // Element-wise mask unless every valid row of the query tile sees every key of the tile (this
     // includes the partial last key tile, whose zero-filled keys must get P = 0).
     const int row_last = min(m0 + kBlockM, f.seqlen_q) - 1;
-    const bool tile_full =
-        n0 >= fmha_visible_keys(kMaskKind, row_last, f.seqlen_q, f.seqlen_k, f.window_left,
-                                f.window_right)
-                  .lo &&
-        n0 + kBlockN <= fmha_visible_keys(kMaskKind, m0, f.seqlen_q, f.seqlen_k, f.window_left,
-                                          f.window_right)
-                            .hi;
+    const bool tile_full = n0 >= fmha_bwd_row_keys<kMaskKind>(row_last, f).lo &&
+                           n0 + kBlockN <= fmha_bwd_row_keys<kMaskKind>(m0, f).hi;
 
-    // ---- Phase A. dP^T = V dO^T first, then S^T = K Q^T, so that each probability is turned
-    // into P and dS and packed to 16 bits as soon as it exists: fp32 P never outlives its element.
+    // ---- Phase A. dP^T = V dO^T first, then S^T = K Q^T in kSplitS column parts, each turned
+    // into P and dS and packed to 16 bits as soon as it exists: fp32 S^T / P^T never exists for
+    // more than one part at a time, which is what keeps the 128-column tiles under 255 registers.
     float acc_dp[kKT][kQT][4];
-    float acc_s[kKT][kQT][4];
-    fmha_bwd_gemm_t<Mma, kKT, kQT, kHdimV / 16, Shape::kUnrollA>(acc_dp, fmha_bwd_fresh(v_a, 0),
-                                               fmha_bwd_fresh(do_b, slot * DoTile::kBytes));
-    fmha_bwd_gemm_t<Mma, kKT, kQT, kHdimQ / 16, Shape::kUnrollA>(acc_s, fmha_bwd_fresh(k_a, 0),
-                                               fmha_bwd_fresh(q_b, slot * QTile::kBytes));
+    fmha_bwd_gemm_t<Mma, kKT, kQT, kHdimV / 16, Shape::kUnrollA>(
+        acc_dp, fmha_bwd_fresh(v_a, 0), fmha_bwd_fresh(do_b, slot * DoTile::kBytes));
 
     // Element-wise mask bounds, per key row of this lane, relative to the lane's first column
     // (query qc0 + 2 (lane % 4)) so that each test compares against a constant offset.
@@ -276,38 +271,49 @@ FMHA_DEVICE void fmha_bwd_sm80_dq_dk_dv(const FmhaBwdParams& p, char* smem) {
     const unsigned stat_off = (slot * kBlockM + qc0 + (lane & 3) * 2) * 4;
     const float inf = fmha_uint_as_float(0x7f800000u);
 #pragma unroll
-    for (int nt = 0; nt < kQT; ++nt) {
-      const FmhaF32x2 l = fmha_ld_shared_f32x2(smem_lse + stat_off + nt * 32);
-      const FmhaF32x2 d = fmha_ld_shared_f32x2(smem_dsum + stat_off + nt * 32);
-      // LSE = -inf (a row that saw no key) gives exp2(s - inf) = 0: no gradient, no inf * 0.
-      const float lse2[2] = {l.x == -inf ? inf : l.x * FMHA_LOG2E,
-                             l.y == -inf ? inf : l.y * FMHA_LOG2E};
-      const float dsum[2] = {d.x, d.y};
+    for (int part = 0; part < kSplitS; ++part) {
+      float acc_s[kKT][kQTS][4];
+      {
+        FmhaFragAddr<QTile> qb = fmha_bwd_fresh(q_b, slot * QTile::kBytes);
+        qb.base += part * kQTS * 8 * (QTile::kW * 16);  // whole groups of 8 rows
+        fmha_bwd_gemm_t<Mma, kKT, kQTS, kHdimQ / 16, Shape::kUnrollA>(acc_s, fmha_bwd_fresh(k_a, 0),
+                                                                      qb);
+      }
 #pragma unroll
-      for (int kt = 0; kt < kKT; ++kt) {
+      for (int nts = 0; nts < kQTS; ++nts) {
+        const int nt = part * kQTS + nts;
+        const FmhaF32x2 l = fmha_ld_shared_f32x2(smem_lse + stat_off + nt * 32);
+        const FmhaF32x2 d = fmha_ld_shared_f32x2(smem_dsum + stat_off + nt * 32);
+        // LSE = -inf (a row that saw no key) gives exp2(s - inf) = 0: no gradient, no inf * 0.
+        const float lse2[2] = {l.x == -inf ? inf : l.x * FMHA_LOG2E,
+                               l.y == -inf ? inf : l.y * FMHA_LOG2E};
+        const float dsum[2] = {d.x, d.y};
 #pragma unroll
-        for (int hf = 0; hf < 2; ++hf) {
-          float pr[2], ds[2];
+        for (int kt = 0; kt < kKT; ++kt) {
 #pragma unroll
-          for (int e = 0; e < 2; ++e) {
-            const int c = nt * 8 + e;
-            float v = fmha_softmax_exp2(
-                __fmaf_rn(acc_s[kt][nt][2 * hf + e], scale_log2, -lse2[e]));
-            if (c < mask_lo[kt][hf] || c >= mask_hi[kt][hf]) v = 0.f;
-            pr[e] = v;
-            ds[e] = v * (acc_dp[kt][nt][2 * hf + e] - dsum[e]);
-          }
-          const unsigned pv = Mma::pack(pr[0], pr[1]);
-          const unsigned dv = Mma::pack(ds[0], ds[1]);
-          FmhaPairAddr<STile> at;
-          at.base = ds_st;
-          fmha_st_shared_b32(at.at(kt * 16 + hf * 8, nt), dv);
-          if (kPInRegs) {
-            pa[kPInRegs ? kt : 0][kPInRegs ? nt / 2 : 0][(nt % 2) * 2 + hf] = pv;
-            da[kPInRegs ? kt : 0][kPInRegs ? nt / 2 : 0][(nt % 2) * 2 + hf] = dv;
-          } else {
-            at.base = pt_st;
-            fmha_st_shared_b32(at.at(kt * 16 + hf * 8, nt), pv);
+          for (int hf = 0; hf < 2; ++hf) {
+            float pr[2], ds[2];
+#pragma unroll
+            for (int e = 0; e < 2; ++e) {
+              const int c = nt * 8 + e;
+              float v =
+                  fmha_softmax_exp2(__fmaf_rn(acc_s[kt][nts][2 * hf + e], scale_log2, -lse2[e]));
+              if (c < mask_lo[kt][hf] || c >= mask_hi[kt][hf]) v = 0.f;
+              pr[e] = v;
+              ds[e] = v * (acc_dp[kt][nt][2 * hf + e] - dsum[e]);
+            }
+            const unsigned pv = Mma::pack(pr[0], pr[1]);
+            const unsigned dv = Mma::pack(ds[0], ds[1]);
+            FmhaPairAddr<STile> at;
+            at.base = ds_st;
+            fmha_st_shared_b32(at.at(kt * 16 + hf * 8, nt), dv);
+            if (kPInRegs) {
+              pa[kPInRegs ? kt : 0][kPInRegs ? nt / 2 : 0][(nt % 2) * 2 + hf] = pv;
+              da[kPInRegs ? kt : 0][kPInRegs ? nt / 2 : 0][(nt % 2) * 2 + hf] = dv;
+            } else {
+              at.base = pt_st;
+              fmha_st_shared_b32(at.at(kt * 16 + hf * 8, nt), pv);
+            }
           }
         }
       }
@@ -371,72 +377,83 @@ FMHA_DEVICE void fmha_bwd_sm80_dq_dk_dv(const FmhaBwdParams& p, char* smem) {
     fmha_sync_threads();  // dS^T complete for phase C; Q, dO, LSE, D of this slot are free
     load_tile(it + kStages, slot);
 
-    // ---- Phase C: dQ (unscaled) = dS K, A operand read transposed from dS^T.
-    float acc_dq[kMC][2 * kDQP][4];
-#pragma unroll
-    for (int mt = 0; mt < kMC; ++mt) {
-#pragma unroll
-      for (int i = 0; i < 2 * kDQP; ++i) {
-#pragma unroll
-        for (int e = 0; e < 4; ++e) acc_dq[mt][i][e] = 0.f;
-      }
-    }
+    // ---- Phase C: dQ (unscaled) = dS K, A operand read transposed from dS^T, in kSplitC parts
+    // of the warp's head-dim pairs (part q: pairs q * kDQPP ...), each added to dq_accum before
+    // the next is computed, so that at most kDQPP pairs of fp32 dQ are live beside dK and dV.
     const FmhaFragAddr<STile> dsc = fmha_bwd_fresh(ds_c, 0);
     const FmhaFragAddr<KTile> kc = fmha_bwd_fresh(k_c, 0);
-#pragma unroll Shape::kUnrollC  // see fmha_bwd_gemm_t
-    for (int ks = 0; ks < kBlockN / 16; ++ks) {
-      unsigned a[kMC][4];
-#pragma unroll
-      for (int mt = 0; mt < kMC; ++mt) fmha_ldmatrix_x4_trans(a[mt], dsc.at(ks * 16, 2 * mt));
-#pragma unroll
-      for (int dp = 0; dp < kDQP; ++dp) {
-        unsigned bk[4];
-        fmha_ldmatrix_x4_trans(bk, kc.at(ks * 16, 2 * kWarpsDC * dp));
-#pragma unroll
-        for (int mt = 0; mt < kMC; ++mt) {
-          Mma::mma(acc_dq[mt][2 * dp], a[mt], bk[0], bk[1]);
-          Mma::mma(acc_dq[mt][2 * dp + 1], a[mt], bk[2], bk[3]);
-        }
-      }
-    }
-
     float* dq_rows =
         p.dq_accum + ((static_cast<fmha_index_t>(b) * f.nhead_q + h) * f.seqlen_q + m0) * kHdimQ;
     const int rows_valid = f.seqlen_q - m0;
-    int* sem = p.semaphores + (static_cast<fmha_index_t>(b) * f.nhead_q + h) * num_m + m_block;
-    if (kDeterministic) {
-      if (tid == 0) {
-        fmha_semaphore_wait_eq(sem,
-                               n_block - fmha_bwd_key_tiles<kMaskKind, kBlockM, kBlockN>(m_block, f).lo);
-      }
-      fmha_sync_threads();
-    }
     // This lane's first element; the others are at compile-time offsets from it.
     float* dq_lane = dq_rows + (mr0 + (lane >> 2)) * kHdimQ + warp_dc * 16 + (lane & 3) * 2;
+    int* sem = kDeterministic
+                   ? p.semaphores + (static_cast<fmha_index_t>(b) * f.nhead_q + h) * num_m + m_block
+                   : nullptr;
 #pragma unroll
-    for (int mt = 0; mt < kMC; ++mt) {
+    for (int part = 0; part < kSplitC; ++part) {
+      float acc_dq[kMC][2 * kDQPP][4];
 #pragma unroll
-      for (int hf = 0; hf < 2; ++hf) {
-        if (mr0 + mt * 16 + hf * 8 + (lane >> 2) < rows_valid) {
+      for (int mt = 0; mt < kMC; ++mt) {
 #pragma unroll
-          for (int i = 0; i < 2 * kDQP; ++i) {
-            float* dst =
-                dq_lane + (mt * 16 + hf * 8) * kHdimQ + (i / 2) * kWarpsDC * 16 + (i % 2) * 8;
-            const float x = acc_dq[mt][i][2 * hf];
-            const float y = acc_dq[mt][i][2 * hf + 1];
-            if (kDeterministic) {
-              const FmhaF32x2 old = fmha_ld_global_cg_f32x2(dst);
-              fmha_st_global_f32x2(dst, old.x + x, old.y + y);
-            } else {
-              fmha_red_add_f32x2(dst, x, y);
+        for (int i = 0; i < 2 * kDQPP; ++i) {
+#pragma unroll
+          for (int e = 0; e < 4; ++e) acc_dq[mt][i][e] = 0.f;
+        }
+      }
+#pragma unroll Shape::kUnrollC  // see fmha_bwd_gemm_t
+      for (int ks = 0; ks < kBlockN / 16; ++ks) {
+        unsigned a[kMC][4];
+#pragma unroll
+        for (int mt = 0; mt < kMC; ++mt) fmha_ldmatrix_x4_trans(a[mt], dsc.at(ks * 16, 2 * mt));
+#pragma unroll
+        for (int dpp = 0; dpp < kDQPP; ++dpp) {
+          const int dp = part * kDQPP + dpp;
+          unsigned bk[4];
+          fmha_ldmatrix_x4_trans(bk, kc.at(ks * 16, 2 * kWarpsDC * dp));
+#pragma unroll
+          for (int mt = 0; mt < kMC; ++mt) {
+            Mma::mma(acc_dq[mt][2 * dpp], a[mt], bk[0], bk[1]);
+            Mma::mma(acc_dq[mt][2 * dpp + 1], a[mt], bk[2], bk[3]);
+          }
+        }
+      }
+
+      // Deterministic mode: before the first addition, wait until the key tiles before this one
+      // that visit this query tile (fmha_bwd_key_tiles, the function that decided the visit)
+      // have added theirs.
+      if (kDeterministic && part == 0) {
+        if (tid == 0) {
+          fmha_semaphore_wait_eq(
+              sem, n_block - fmha_bwd_key_tiles<kMaskKind, kBlockM, kBlockN>(m_block, f).lo);
+        }
+        fmha_sync_threads();
+      }
+#pragma unroll
+      for (int mt = 0; mt < kMC; ++mt) {
+#pragma unroll
+        for (int hf = 0; hf < 2; ++hf) {
+          if (mr0 + mt * 16 + hf * 8 + (lane >> 2) < rows_valid) {
+#pragma unroll
+            for (int i = 0; i < 2 * kDQPP; ++i) {
+              const int dp = part * kDQPP + i / 2;
+              float* dst = dq_lane + (mt * 16 + hf * 8) * kHdimQ + dp * kWarpsDC * 16 + (i % 2) * 8;
+              const float x = acc_dq[mt][i][2 * hf];
+              const float y = acc_dq[mt][i][2 * hf + 1];
+              if (kDeterministic) {
+                const FmhaF32x2 old = fmha_ld_global_cg_f32x2(dst);
+                fmha_st_global_f32x2(dst, old.x + x, old.y + y);
+              } else {
+                fmha_red_add_f32x2(dst, x, y);
+              }
             }
           }
         }
       }
     }
     if (kDeterministic) {
-      fmha_fence_gpu();
-      fmha_sync_threads();
+      fmha_fence_gpu();     // this thread's additions are visible GPU-wide ...
+      fmha_sync_threads();  // ... for every thread of the CTA, before the release
       if (tid == 0) fmha_semaphore_release_inc(sem);
     }
     slot = slot + 1 == kStages ? 0 : slot + 1;

@@ -14,7 +14,7 @@ struct FmhaBwdSm80Shape {
     kThreads = kNumWarps * 32,
     // Phases A and B: warps split the keys into k16 row blocks first.
     kWarpsN = kBlockN >= 16 * kNumWarps ? kNumWarps : kBlockN / 16,
-    kWarpsM = kNumWarps / kWarpsN,  // phase A: split of the queries; phase B: of the head dim
+    kWarpsM = kNumWarps / kWarpsN,   // phase A: split of the queries; phase B: of the head dim
     kKT = kBlockN / (16 * kWarpsN),  // m16 key tiles per warp
     kQT = kBlockM / (8 * kWarpsM),   // n8 query fragments per key tile in phase A
     kPInRegs = kWarpsM == 1,
@@ -25,13 +25,14 @@ struct FmhaBwdSm80Shape {
     kWarpsDC = kNumWarps / kWarpsMC,
     kMC = kBlockM / (16 * kWarpsMC),
     kDQP = kHdimQ / (16 * kWarpsDC),
-#ifdef FMHA_BWD_UNROLL_A
-    kUnrollA = FMHA_BWD_UNROLL_A,
-    kUnrollC = FMHA_BWD_UNROLL_C,
-#else
+    // S^T is computed in parts of at most 32 query columns per warp (see phase A).
+    kSplitS = kQT > 4 ? kQT / 4 : 1,
+    // dQ is computed in two halves of the warp's head-dim pairs when it has more than 4 (phase C).
+    kSplitC = kDQP > 4 ? 2 : 1,
+    // Unroll factors of the k loops of phases A and C (fmha_bwd_gemm_t explains why not fully);
+    // by 2 spilled at hdim 128 on sm_80 (before the S^T split); not re-tuned without a GPU.
     kUnrollA = 1,
     kUnrollC = 1,
-#endif
     kSmemBytes = 2 * (kBlockN * (kHdimQ + kHdimV) + kStages * kBlockM * (kHdimQ + kHdimV) +
                       kBlockN * kBlockM * (kPInRegs ? 1 : 2)) +
                  8 * kStages * kBlockM,
@@ -42,6 +43,8 @@ struct FmhaBwdSm80Shape {
   // Power-of-two warp splits keep every per-warp fragment offset foldable (fmha_bwd_frag_addr).
   static_assert((kWarpsM & (kWarpsM - 1)) == 0 && (kWarpsDC & (kWarpsDC - 1)) == 0, "");
   static_assert(kBlockM % 32 == 0 && kQT % 2 == 0, "queries per warp: whole k16 steps");
+  static_assert(kQT % kSplitS == 0 && (kQT & (kQT - 1)) == 0, "S^T parts of whole fragments");
+  static_assert(kDQP % kSplitC == 0, "dQ parts of whole head-dim pairs");
   static_assert(kMC == 1 || kMC == 2, "one or two m16 query tiles per warp in phase C");
   static_assert(kHdimQ % 32 == 0 && kHdimV % 32 == 0, "hdim must be a multiple of 32");
   static_assert(kDKP * 16 * kWarpsM == kHdimQ && kDVP * 16 * kWarpsM == kHdimV &&
@@ -61,15 +64,15 @@ template <class Tile>
 FMHA_DEVICE FmhaFragAddr<Tile> fmha_bwd_frag_addr(unsigned tile_base, unsigned lane_x, int row0,
                                                   int chunk0) {
   FmhaFragAddr<Tile> a;
-  a.base = tile_base + static_cast<unsigned>((chunk0 / Tile::kW) * Tile::kBlockBytes +
-                                             row0 * (Tile::kW * 16)) +
+  a.base = tile_base +
+           static_cast<unsigned>((chunk0 / Tile::kW) * Tile::kBlockBytes + row0 * (Tile::kW * 16)) +
            (lane_x ^ static_cast<unsigned>(((chunk0 % Tile::kW) / 2) * 32));
   return a;
 }
 
-// Lane roles of ldmatrix.x4 (see FmhaFragAddr). kLaneA: matrices (rows 0-7, chunk 0), (rows 8-15,
+// Lane roles of ldmatrix.x4 (see FmhaFragAddr). lane_a: matrices (rows 0-7, chunk 0), (rows 8-15,
 // chunk 0), (0-7, 1), (8-15, 1): an A operand from [m][k] rows, or a B operand pair (two n8
-// tiles) from [k][n] rows with .trans. kLaneB: (0-7, 0), (0-7, 1), (8-15, 0), (8-15, 1): a B
+// tiles) from [k][n] rows with .trans. lane_b: (0-7, 0), (0-7, 1), (8-15, 0), (8-15, 1): a B
 // operand pair from [n][k] rows, or an A operand from [k][m] rows with .trans.
 template <class Tile>
 FMHA_DEVICE unsigned fmha_bwd_lane_a(int lane) {
@@ -108,6 +111,29 @@ struct FmhaPairAddr {
 // Tile-level visibility, shared by the skip test and the semaphore counts of the deterministic
 // mode (one definition, so a CTA never waits for a key tile that does not visit the query tile).
 
+// Keys [lo, hi) that query row i sees, for the element-wise tests inside the loop: mask.h's
+// fmha_visible_keys in 32-bit arithmetic (its 64-bit form costs registers there), with the windows
+// clamped to Sq + Sk, beyond which they change nothing, so nothing overflows while Sq + Sk < 2^30.
+// hi is clamped to seqlen_k as in mask.h; lo is not clamped to 0 and hi may be below lo for a row
+// that sees nothing: only the comparisons lo <= j < hi for keys j >= 0 are meaningful.
+template <int kMaskKind>
+FMHA_DEVICE FmhaKeyRange fmha_bwd_row_keys(int i, const FmhaFwdParams& p) {
+  FmhaKeyRange r;
+  r.lo = 0;
+  r.hi = p.seqlen_k;
+  const int diag = i + p.seqlen_k - p.seqlen_q;  // bottom-right diagonal
+  const int limit = p.seqlen_q + p.seqlen_k;
+  if (kMaskKind == FMHA_MASK_CAUSAL_TOP_LEFT) {
+    r.hi = min(i + 1, p.seqlen_k);
+  } else if (kMaskKind == FMHA_MASK_CAUSAL_BOTTOM_RIGHT) {
+    r.hi = min(diag + 1, p.seqlen_k);
+  } else if (kMaskKind == FMHA_MASK_SLIDING_WINDOW) {
+    if (p.window_left >= 0) r.lo = diag - min(p.window_left, limit);
+    if (p.window_right >= 0) r.hi = min(diag + min(p.window_right, limit) + 1, p.seqlen_k);
+  }
+  return r;
+}
+
 // Key tiles [lo, hi) that query tile m_block sees (empty when hi <= lo). The visible keys of a
 // row are an interval whose ends never decrease with the row, and consecutive rows' intervals
 // overlap or touch, so the union over the tile's valid rows is [lo(first), hi(last)), and every
@@ -122,14 +148,13 @@ FMHA_DEVICE FmhaKeyRange fmha_bwd_key_tiles(int m_block, const FmhaFwdParams& p)
   if (kMaskKind != FMHA_MASK_NONE) {
     const int first = m_block * kBlockM;
     const int last = min(first + kBlockM, p.seqlen_q) - 1;
-    const int lo = fmha_visible_keys(kMaskKind, first, p.seqlen_q, p.seqlen_k, p.window_left,
-                                     p.window_right)
-                       .lo;
-    const int hi = fmha_visible_keys(kMaskKind, last, p.seqlen_q, p.seqlen_k, p.window_left,
-                                     p.window_right)
-                       .hi;
+    // fmha_bwd_row_keys: lo clamped to 0 here; a negative hi (rows before any key) gives an
+    // end <= 0; hi is not raised to lo for rows past the last key, which only moves an end that
+    // is clamped to num_n anyway.
+    const int lo = max(fmha_bwd_row_keys<kMaskKind>(first, p).lo, 0);
+    const int hi = fmha_bwd_row_keys<kMaskKind>(last, p).hi;
     r.lo = lo >= p.seqlen_k ? num_n : lo / kBlockN;
-    r.hi = min((hi + kBlockN - 1) / kBlockN, num_n);
+    r.hi = hi <= 0 ? 0 : min((hi + kBlockN - 1) / kBlockN, num_n);
   }
   return r;
 }
@@ -146,15 +171,19 @@ FMHA_DEVICE FmhaKeyRange fmha_bwd_query_tiles(int n_block, const FmhaFwdParams& 
     int a = 0, b = num_m;  // first m with hi(m) > n_block
     while (a < b) {
       const int mid = (a + b) / 2;
-      if (fmha_bwd_key_tiles<kMaskKind, kBlockM, kBlockN>(mid, p).hi > n_block) b = mid;
-      else a = mid + 1;
+      if (fmha_bwd_key_tiles<kMaskKind, kBlockM, kBlockN>(mid, p).hi > n_block)
+        b = mid;
+      else
+        a = mid + 1;
     }
     r.lo = a;
     b = num_m;  // first m with lo(m) > n_block, searched from r.lo (lo(m) <= n_block before it)
     while (a < b) {
       const int mid = (a + b) / 2;
-      if (fmha_bwd_key_tiles<kMaskKind, kBlockM, kBlockN>(mid, p).lo > n_block) b = mid;
-      else a = mid + 1;
+      if (fmha_bwd_key_tiles<kMaskKind, kBlockM, kBlockN>(mid, p).lo > n_block)
+        b = mid;
+      else
+        a = mid + 1;
     }
     r.hi = a;
   }
@@ -163,7 +192,7 @@ FMHA_DEVICE FmhaKeyRange fmha_bwd_query_tiles(int n_block, const FmhaFwdParams& 
 
 // Queries [lo, hi) that see key j: fmha_visible_keys (mask.h) solved for the row, exact for keys
 // in [0, seqlen_k) (its clamps only ever cut keys outside that range); keys past seqlen_k (tile
-// padding) are seen by nobody. 32-bit, with the windows clamped as in fmha_fwd_row_keys; the
+// padding) are seen by nobody. 32-bit, with the windows clamped as in fmha_bwd_row_keys; the
 // upper end may exceed seqlen_q (padding rows, harmless).
 template <int kMaskKind>
 FMHA_DEVICE FmhaKeyRange fmha_bwd_key_queries(int j, const FmhaFwdParams& p) {
