@@ -24,27 +24,28 @@
 // [B, Hq, Sq]. dk_accum / dv_accum are unused: a stage-2 CTA owns its key rows for every query
 // head of its group, so GQA needs no reduction workspace and dK / dV are always deterministic.
 //
-// Recommended tiles (kBlockM, kBlockN, kNumWarps, kStages) [dynamic shared memory], registers of
-// stage 2 (ptxas, worst of fp16/bf16 x 4 masks x deterministic on/off; sm_80 / sm_90). sm_80
-// allows 163 KB per CTA, sm_90 227 KB. Registers bound these tiles, not shared memory: dK and dV
-// live in registers for the whole CTA, (Dq + Dv) / 2 fp32 per thread when a warp owns 16 keys and
-// the full head dim, and phase A adds dP^T (kBlockM / 2 per thread) plus one 32-query part of S^T
-// (16). Every configuration runs 8 warps and so one CTA per SM (> 128 registers); key tiles of 128
-// halve, against 64, both the dq_accum reduction traffic and the Q / dO re-reads per key.
-//   hdim     tile               regs       why
-//   32/32    128,128,8,2 [82K]   REGS32     P in registers; 128-query tiles halve the barriers and
-//                                           the semaphore round trips per key tile
-//   64/64    128,128,8,2 [130K]  REGS64     as 32/32 (FA2 uses the same tile)
-//   96/96    64,128,8,2 [113K]   REGS96     128 queries would add 32 registers of dP^T
-//   128/128  64,128,8,2 [145K]   REGS128    dK + dV alone are 128 registers (FA2's tile)
-//   192/128  64,64,8,2 [137K]    REGS192128 16 keys x full head dim would need 160 registers of
-//                                           dK + dV: 8 warps on 64 keys split the head dim in
-//                                           two instead (P^T, dS^T through shared memory)
-//   192/192  64,64,8,2 [161K]    REGS192    as 192/128; the second stage just fits sm_80
-//   256/256  64,64,8,1 [145K]    REGS256    sm_80: one stage fits
-//            64,64,8,2 [209K]    REGS256S2  sm_90
-// None spills or uses a stack frame. Stages: with 2, the next Q / dO tile loads during a whole
-// iteration; with 1 only during phase C.
+// Recommended tiles (kBlockM, kBlockN, kNumWarps, kStages) [dynamic shared memory], with stage 2's
+// registers (ptxas, min..max over fp16/bf16 x 4 masks x deterministic on/off, sm_80 and sm_90;
+// stages 1 and 3 use <= 34). sm_80 allows 163 KB per CTA, sm_90 227 KB. Registers bound these
+// tiles, not shared memory: dK and dV live in registers for the whole CTA, (Dq + Dv) / 2 fp32 per
+// thread when a warp owns 16 keys and the full head dim; phase A adds dP^T (kBlockM / 2) and one
+// 32-query part of S^T (16); phase C dQ (in halves from hdim 192). All run 8 warps: one CTA per SM
+// (> 128 registers); key tiles of 128 halve, against 64, both the dq_accum reduction traffic and
+// the Q / dO re-reads per key.
+//   hdim     tile               regs      why
+//   32/32    128,128,8,2 [82K]   170..182  P in registers; 128-query tiles halve the barriers
+//                                          and semaphore round trips per key tile
+//   64/64    128,128,8,2 [130K]  206..213  as 32/32 (FA2 uses the same tile)
+//   96/96    64,128,8,2 [113K]   208..212  128 queries would add 32 registers of dP^T
+//   128/128  64,128,8,2 [145K]   242..249  dK + dV alone are 128 registers (FA2's tile)
+//   192/128  64,64,8,2 [137K]    165..168  16 keys x the full head dim would need 160 registers
+//                                          of dK + dV: 8 warps on 64 keys split the head dim in
+//                                          two instead (P^T, dS^T through shared memory)
+//   192/192  64,64,8,2 [161K]    192..198  as 192/128; the second stage just fits sm_80
+//   256/256  64,64,8,1 [145K]    224..232  sm_80 (a second stage does not fit)
+//            64,64,8,2 [209K]    219..230  sm_90
+// None spills or has a stack frame. With 2 stages the next Q / dO tile loads during a whole
+// iteration, with 1 only during phase C.
 //
 // Algorithm of stage 2. One CTA per kBlockN keys of one kv head: K and V stay in shared memory;
 // the CTA visits the query heads of its group in order and, for each, the query tiles that the
