@@ -235,8 +235,8 @@ FMHA_DEVICE void fmha_bwd_sm80_dq_dk_dv(const FmhaBwdParams& p, char* smem) {
     // Element-wise mask unless every valid row of the query tile sees every key of the tile (this
     // includes the partial last key tile, whose zero-filled keys must get P = 0).
     const int row_last = min(m0 + kBlockM, f.seqlen_q) - 1;
-    const bool tile_full = n0 >= fmha_bwd_row_keys<kMaskKind>(row_last, f).lo &&
-                           n0 + kBlockN <= fmha_bwd_row_keys<kMaskKind>(m0, f).hi;
+    const bool tile_full = n0 >= fmha_row_keys_i32<kMaskKind>(row_last, f).lo &&
+                           n0 + kBlockN <= fmha_row_keys_i32<kMaskKind>(m0, f).hi;
 
     // ---- Phase A. dP^T = V dO^T first, then S^T = K Q^T in kSplitS column parts, each turned
     // into P and dS and packed to 16 bits as soon as it exists: fp32 S^T / P^T never exists for

@@ -6,6 +6,7 @@
 #include "common/copy_sm80.h"
 #include "common/fmha_params.h"
 #include "common/mask.h"
+#include "common/mask_i32.h"
 #include "common/platform.h"
 
 template <int kHdimQ, int kHdimV, int kBlockM, int kBlockN, int kNumWarps, int kStages>
@@ -111,29 +112,6 @@ struct FmhaPairAddr {
 // Tile-level visibility, shared by the skip test and the semaphore counts of the deterministic
 // mode (one definition, so a CTA never waits for a key tile that does not visit the query tile).
 
-// Keys [lo, hi) that query row i sees, for the element-wise tests inside the loop: mask.h's
-// fmha_visible_keys in 32-bit arithmetic (its 64-bit form costs registers there), with the windows
-// clamped to Sq + Sk, beyond which they change nothing, so nothing overflows while Sq + Sk < 2^30.
-// hi is clamped to seqlen_k as in mask.h; lo is not clamped to 0 and hi may be below lo for a row
-// that sees nothing: only the comparisons lo <= j < hi for keys j >= 0 are meaningful.
-template <int kMaskKind>
-FMHA_DEVICE FmhaKeyRange fmha_bwd_row_keys(int i, const FmhaFwdParams& p) {
-  FmhaKeyRange r;
-  r.lo = 0;
-  r.hi = p.seqlen_k;
-  const int diag = i + p.seqlen_k - p.seqlen_q;  // bottom-right diagonal
-  const int limit = p.seqlen_q + p.seqlen_k;
-  if (kMaskKind == FMHA_MASK_CAUSAL_TOP_LEFT) {
-    r.hi = min(i + 1, p.seqlen_k);
-  } else if (kMaskKind == FMHA_MASK_CAUSAL_BOTTOM_RIGHT) {
-    r.hi = min(diag + 1, p.seqlen_k);
-  } else if (kMaskKind == FMHA_MASK_SLIDING_WINDOW) {
-    if (p.window_left >= 0) r.lo = diag - min(p.window_left, limit);
-    if (p.window_right >= 0) r.hi = min(diag + min(p.window_right, limit) + 1, p.seqlen_k);
-  }
-  return r;
-}
-
 // Key tiles [lo, hi) that query tile m_block sees (empty when hi <= lo). The visible keys of a
 // row are an interval whose ends never decrease with the row, and consecutive rows' intervals
 // overlap or touch, so the union over the tile's valid rows is [lo(first), hi(last)), and every
@@ -148,11 +126,11 @@ FMHA_DEVICE FmhaKeyRange fmha_bwd_key_tiles(int m_block, const FmhaFwdParams& p)
   if (kMaskKind != FMHA_MASK_NONE) {
     const int first = m_block * kBlockM;
     const int last = min(first + kBlockM, p.seqlen_q) - 1;
-    // fmha_bwd_row_keys: lo clamped to 0 here; a negative hi (rows before any key) gives an
+    // fmha_row_keys_i32: lo clamped to 0 here; a negative hi (rows before any key) gives an
     // end <= 0; hi is not raised to lo for rows past the last key, which only moves an end that
     // is clamped to num_n anyway.
-    const int lo = max(fmha_bwd_row_keys<kMaskKind>(first, p).lo, 0);
-    const int hi = fmha_bwd_row_keys<kMaskKind>(last, p).hi;
+    const int lo = max(fmha_row_keys_i32<kMaskKind>(first, p).lo, 0);
+    const int hi = fmha_row_keys_i32<kMaskKind>(last, p).hi;
     r.lo = lo >= p.seqlen_k ? num_n : lo / kBlockN;
     r.hi = hi <= 0 ? 0 : min((hi + kBlockN - 1) / kBlockN, num_n);
   }
@@ -192,7 +170,7 @@ FMHA_DEVICE FmhaKeyRange fmha_bwd_query_tiles(int n_block, const FmhaFwdParams& 
 
 // Queries [lo, hi) that see key j: fmha_visible_keys (mask.h) solved for the row, exact for keys
 // in [0, seqlen_k) (its clamps only ever cut keys outside that range); keys past seqlen_k (tile
-// padding) are seen by nobody. 32-bit, with the windows clamped as in fmha_bwd_row_keys; the
+// padding) are seen by nobody. 32-bit, with the windows clamped as in fmha_row_keys_i32; the
 // upper end may exceed seqlen_q (padding rows, harmless).
 template <int kMaskKind>
 FMHA_DEVICE FmhaKeyRange fmha_bwd_key_queries(int j, const FmhaFwdParams& p) {

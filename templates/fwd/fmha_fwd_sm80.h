@@ -50,6 +50,7 @@
 #include "common/copy_sm80.h"
 #include "common/fmha_params.h"
 #include "common/mask.h"
+#include "common/mask_i32.h"
 #include "common/mma_sm80.h"
 #include "common/numeric.h"
 #include "common/platform.h"
@@ -87,30 +88,6 @@ template <class Shape>
 struct FmhaQFragments {
   unsigned reg[Shape::kQInRegs ? Shape::kMT : 1][Shape::kQInRegs ? Shape::kKStepsQK : 1][4];
 };
-
-// fmha_visible_keys (mask.h) in 32-bit arithmetic, for the element-wise mask inside the key loop:
-// the 64-bit original costs enough temporaries there to push the largest tiles into spills. The
-// window sizes are clamped to Sq + Sk, beyond which they no longer change the range, so nothing
-// overflows while Sq + Sk stays below 2^30. Rows past seqlen_q (tile padding) get some range; it
-// does not matter. Only the comparisons lo <= col < hi are used, so the final "hi >= lo" clamp of
-// mask.h is not needed.
-template <int kMaskKind>
-FMHA_DEVICE FmhaKeyRange fmha_fwd_row_keys(int i, const FmhaFwdParams& p) {
-  FmhaKeyRange r;
-  r.lo = 0;
-  r.hi = p.seqlen_k;
-  const int diag = i + p.seqlen_k - p.seqlen_q;  // bottom-right diagonal
-  const int limit = p.seqlen_q + p.seqlen_k;
-  if (kMaskKind == FMHA_MASK_CAUSAL_TOP_LEFT) {
-    r.hi = min(i + 1, p.seqlen_k);
-  } else if (kMaskKind == FMHA_MASK_CAUSAL_BOTTOM_RIGHT) {
-    r.hi = min(diag + 1, p.seqlen_k);
-  } else if (kMaskKind == FMHA_MASK_SLIDING_WINDOW) {
-    if (p.window_left >= 0) r.lo = diag - min(p.window_left, limit);
-    if (p.window_right >= 0) r.hi = min(diag + min(p.window_right, limit) + 1, p.seqlen_k);
-  }
-  return r;
-}
 
 template <class Element, int kHdimQ, int kHdimV, int kMaskKind, bool kWriteLse, int kBlockM,
           int kBlockN, int kNumWarps, int kStages>
@@ -296,7 +273,7 @@ FMHA_DEVICE void fmha_fwd_sm80(const FmhaFwdParams& p, char* smem) {
 #pragma unroll
         for (int hf = 0; hf < 2; ++hf) {
           const int row = m0 + warp_row0 + mt * 16 + hf * 8 + (lane >> 2);
-          const FmhaKeyRange kr = fmha_fwd_row_keys<kMaskKind>(row, p);
+          const FmhaKeyRange kr = fmha_row_keys_i32<kMaskKind>(row, p);
           const int lo = kr.lo - col0;
           const int hi = kr.hi - col0;
 #pragma unroll
