@@ -14,19 +14,19 @@ namespace {
 }
 
 // Which implementations can serve a config; the first is what `automatic` picks.
-KernelImpl best_impl(const FmhaKernelConfig& c, const ArchInfo& arch) {
-  // The tensor-core forward needs mma.sync m16n8k16 with bf16 (sm_80+) and cp.async; every
-  // NVIDIA arch of the closed list has both. The backward and AMD have only the reference so far.
-  if (arch.vendor == Vendor::nvidia && c.family == Family::fwd) return KernelImpl::mma_sm80;
+KernelImpl best_impl(const ArchInfo& arch) {
+  // The tensor-core kernels need mma.sync m16n8k16 with bf16 (sm_80+) and cp.async; every
+  // NVIDIA arch of the closed list has both. AMD has only the reference so far.
+  if (arch.vendor == Vendor::nvidia) return KernelImpl::mma_sm80;
   return KernelImpl::reference;
 }
 
 void check_impl_applies(const FmhaKernelConfig& c, const ArchInfo& arch) {
   if (c.impl != KernelImpl::mma_sm80) return;
-  if (arch.vendor != Vendor::nvidia || c.family != Family::fwd) {
+  if (arch.vendor != Vendor::nvidia) {
     reject("impl", "mma_sm80",
-           "auto, reference (mma_sm80 serves family fwd on NVIDIA archs; this config is " +
-               std::string(to_string(c.family)) + " on " + std::string(arch.name) + ")");
+           "auto, reference (mma_sm80 serves NVIDIA archs; this config is for " +
+               std::string(arch.name) + ")");
   }
 }
 
@@ -50,8 +50,10 @@ void validate_impl_and_tiles(const FmhaKernelConfig& c) {
     check_tile("block_n", c.block_n, t.block_n, "reference");
     check_tile("num_warps", c.num_warps, t.num_warps, "reference");
     check_tile("num_stages", c.num_stages, t.num_stages, "reference");
-  } else if (r.impl == KernelImpl::mma_sm80) {
+  } else if (r.impl == KernelImpl::mma_sm80 && r.family == Family::fwd) {
     check_mma_sm80_fwd_tile(*arch, r);
+  } else if (r.impl == KernelImpl::mma_sm80) {
+    check_mma_sm80_bwd_tile(*arch, r);
   }
 }
 
@@ -59,10 +61,12 @@ FmhaKernelConfig resolve_impl_and_tiles(const FmhaKernelConfig& c) {
   FmhaKernelConfig out = c;
   const ArchInfo* arch = find_arch(c.arch);
   if (!arch) return out;
-  if (out.impl == KernelImpl::automatic) out.impl = best_impl(c, *arch);
+  if (out.impl == KernelImpl::automatic) out.impl = best_impl(*arch);
   TileShape t{};
   if (out.impl == KernelImpl::reference) t = reference_tile(*arch);
-  if (out.impl == KernelImpl::mma_sm80) t = mma_sm80_fwd_tile(*arch, c);
+  if (out.impl == KernelImpl::mma_sm80) {
+    t = c.family == Family::fwd ? mma_sm80_fwd_tile(*arch, c) : mma_sm80_bwd_tile(*arch, c);
+  }
   if (out.block_m == 0) out.block_m = t.block_m;
   if (out.block_n == 0) out.block_n = t.block_n;
   if (out.num_warps == 0) out.num_warps = t.num_warps;

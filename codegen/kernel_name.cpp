@@ -10,12 +10,17 @@ std::string_view to_string(StageRole role) {
     case StageRole::bwd_dot_do_o: return "dot_do_o";
     case StageRole::bwd_dq: return "dq";
     case StageRole::bwd_dkdv: return "dkdv";
+    case StageRole::bwd_dq_dk_dv: return "dq_dk_dv";
+    case StageRole::bwd_convert_dq: return "convert_dq";
   }
   return "?";
 }
 
 std::vector<StageRole> stage_roles(const FmhaKernelConfig& c) {
   if (c.family == Family::fwd) return {StageRole::fwd};
+  if (c.impl == KernelImpl::mma_sm80) {
+    return {StageRole::bwd_dot_do_o, StageRole::bwd_dq_dk_dv, StageRole::bwd_convert_dq};
+  }
   return {StageRole::bwd_dot_do_o, StageRole::bwd_dq, StageRole::bwd_dkdv};
 }
 

@@ -15,7 +15,9 @@ enum class StageRole : std::uint8_t {
   fwd,           // O (and LSE) from Q, K, V
   bwd_dot_do_o,  // D = rowsum(dO * O)
   bwd_dq,        // dQ
-  bwd_dkdv,      // dK and dV
+  bwd_dkdv,      // dK and dV (reference)
+  bwd_dq_dk_dv,  // dK, dV and the fp32 dQ partial sums in one pass over the keys (mma_sm80)
+  bwd_convert_dq,  // dQ = scale * the fp32 sums, in the dtype (mma_sm80)
 };
 std::string_view to_string(StageRole role);
 

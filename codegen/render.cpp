@@ -21,25 +21,48 @@ std::string reference_stage_call(StageRole role) {
       return "fmha_reference_bwd_dq<Element, kHdimQ, kHdimV, kMaskKind, kThreads>(p);";
     case StageRole::bwd_dkdv:
       return "fmha_reference_bwd_dkdv<Element, kHdimQ, kHdimV, kMaskKind, kThreads>(p);";
+    case StageRole::bwd_dq_dk_dv:
+    case StageRole::bwd_convert_dq: break;
+  }
+  return "";
+}
+
+// The template call of each tensor-core stage; geometry in templates/fwd/fmha_fwd_sm80.h and
+// templates/bwd/fmha_bwd_sm80.h, mirrored by dispatcher/plan.cpp.
+std::string mma_sm80_stage_call(StageRole role) {
+  const std::string smem = "extern __shared__ __align__(128) char smem[];\n  ";
+  switch (role) {
+    case StageRole::fwd:
+      return smem +
+             "fmha_fwd_sm80<Element, kHdimQ, kHdimV, kMaskKind, kWriteLse, kBlockM, kBlockN, "
+             "kNumWarps, kStages>(p, smem);";
+    case StageRole::bwd_dot_do_o:
+      return "fmha_bwd_sm80_dot_do_o<Element, kHdimQ, kHdimV, kBlockM, kNumWarps, "
+             "kDeterministic>(p);";
+    case StageRole::bwd_dq_dk_dv:
+      return smem +
+             "fmha_bwd_sm80_dq_dk_dv<Element, kHdimQ, kHdimV, kMaskKind, kDeterministic, "
+             "kBlockM, kBlockN, kNumWarps, kStages>(p, smem);";
+    case StageRole::bwd_convert_dq:
+      return "fmha_bwd_sm80_convert_dq<Element, kHdimQ, kBlockM, kNumWarps>(p);";
+    case StageRole::bwd_dq:
+    case StageRole::bwd_dkdv: break;
   }
   return "";
 }
 
 // The header that defines the stage templates of an implementation.
 const char* family_header(const FmhaKernelConfig& c) {
-  if (c.impl == KernelImpl::mma_sm80) return "fwd/fmha_fwd_sm80.h";
+  if (c.impl == KernelImpl::mma_sm80) {
+    return c.family == Family::fwd ? "fwd/fmha_fwd_sm80.h" : "bwd/fmha_bwd_sm80.h";
+  }
   return c.family == Family::fwd ? "reference/fmha_reference_fwd.h"
                                  : "reference/fmha_reference_bwd.h";
 }
 
 // The body of one stage's extern "C" wrapper.
 std::string stage_body(const FmhaKernelConfig& c, StageRole role) {
-  if (c.impl == KernelImpl::mma_sm80) {
-    return "extern __shared__ __align__(128) char smem[];\n  "
-           "fmha_fwd_sm80<Element, kHdimQ, kHdimV, kMaskKind, kWriteLse, kBlockM, kBlockN, "
-           "kNumWarps, kStages>(p, smem);";
-  }
-  return reference_stage_call(role);
+  return c.impl == KernelImpl::mma_sm80 ? mma_sm80_stage_call(role) : reference_stage_call(role);
 }
 
 }  // namespace
@@ -69,6 +92,7 @@ RenderedEntry render_entry(const FmhaKernelConfig& c) {
   constant("int", "kHdimV", std::to_string(c.hdim_v));
   constant("int", "kMaskKind", std::to_string(static_cast<int>(c.mask)));
   constant("bool", "kWriteLse", c.lse ? "true" : "false");
+  constant("bool", "kDeterministic", c.deterministic ? "true" : "false");
   constant("int", "kBlockM", std::to_string(c.block_m));
   constant("int", "kBlockN", std::to_string(c.block_n));
   constant("int", "kNumWarps", std::to_string(c.num_warps));

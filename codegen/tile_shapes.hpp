@@ -22,4 +22,13 @@ void check_mma_sm80_fwd_tile(const ArchInfo& arch, const FmhaKernelConfig& c);
 // 16-bit elements (templates/fwd/fmha_fwd_sm80.h relies on exactly this size).
 int mma_sm80_fwd_smem_bytes(const FmhaKernelConfig& c);
 
+// The mma_sm80 backward (codegen/bwd_tile_shapes.cpp): the tile of its dq_dk_dv stage, which the
+// dot_do_o and convert_dq stages share (block_m: the deterministic mode's semaphores count query
+// tiles of that size).
+TileShape mma_sm80_bwd_tile(const ArchInfo& arch, const FmhaKernelConfig& config);
+void check_mma_sm80_bwd_tile(const ArchInfo& arch, const FmhaKernelConfig& c);
+// Dynamic shared memory of the dq_dk_dv stage, FmhaBwdSm80Shape::kSmemBytes of
+// templates/bwd/fmha_bwd_tiles_sm80.h.
+int mma_sm80_bwd_smem_bytes(const FmhaKernelConfig& c);
+
 }  // namespace fmha_jit::codegen

@@ -126,6 +126,12 @@ FmhaBwdParams make_bwd_params(const FmhaKernelConfig& c, const FmhaProblem& p,
   const BwdWorkspaceLayout w = bwd_workspace_layout(c, p);
   auto* base = static_cast<unsigned char*>(workspace);
   params.d_rowsum = reinterpret_cast<float*>(base + w.d_rowsum);
+  if (w.dq_accum != BwdWorkspaceLayout::npos) {
+    params.dq_accum = reinterpret_cast<float*>(base + w.dq_accum);
+  }
+  if (w.semaphores != BwdWorkspaceLayout::npos) {
+    params.semaphores = reinterpret_cast<int*>(base + w.semaphores);
+  }
   return params;
 }
 

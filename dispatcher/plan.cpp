@@ -1,11 +1,14 @@
 #include "dispatcher/plan.hpp"
 
 #include "codegen/tile_shapes.hpp"
+#include "fmha_jit/dispatcher.hpp"
+#include "fmha_jit/error.hpp"
 
 namespace fmha_jit::dispatch {
-namespace {
 
 std::size_t align_up(std::size_t n, std::size_t a) { return (n + a - 1) / a * a; }
+
+namespace {
 
 unsigned u32(std::int64_t v) { return static_cast<unsigned>(v); }
 
@@ -15,18 +18,28 @@ unsigned stage_dynamic_smem_bytes(const FmhaKernelConfig& c, codegen::StageRole 
   if (c.impl == KernelImpl::mma_sm80 && role == codegen::StageRole::fwd) {
     return static_cast<unsigned>(codegen::mma_sm80_fwd_smem_bytes(c));
   }
-  return 0;  // the reference kernels use static shared memory only
+  if (c.impl == KernelImpl::mma_sm80 && role == codegen::StageRole::bwd_dq_dk_dv) {
+    return static_cast<unsigned>(codegen::mma_sm80_bwd_smem_bytes(c));
+  }
+  // The reference kernels and the backward's row-wise stages use static shared memory only.
+  return 0;
 }
 
 std::vector<StageLaunch> plan_stages(const FmhaKernelConfig& c, const FmhaProblem& p) {
   std::vector<StageLaunch> stages;
   if (c.impl == KernelImpl::mma_sm80) {
-    // Geometry documented in templates/fwd/fmha_fwd_sm80.h: one block per block_m query rows.
-    const auto m_blocks = (p.seqlen_q + c.block_m - 1) / c.block_m;
-    stages.push_back({codegen::StageRole::fwd,
-                      {u32(m_blocks), u32(p.nhead_q), u32(p.batch)},
-                      {u32(c.num_warps * 32), 1, 1},
-                      stage_dynamic_smem_bytes(c, codegen::StageRole::fwd)});
+    // Geometry documented in templates/fwd/fmha_fwd_sm80.h and templates/bwd/fmha_bwd_sm80.h:
+    // one block per block_m query rows of a query head, except dq_dk_dv (one block per block_n
+    // keys of a kv head); num_warps warps in every stage.
+    const device::Dim3 per_query_tile{u32((p.seqlen_q + c.block_m - 1) / c.block_m),
+                                      u32(p.nhead_q), u32(p.batch)};
+    const device::Dim3 per_key_tile{u32((p.seqlen_k + c.block_n - 1) / c.block_n),
+                                    u32(p.nhead_k), u32(p.batch)};
+    for (codegen::StageRole role : codegen::stage_roles(c)) {
+      const bool per_key = role == codegen::StageRole::bwd_dq_dk_dv;
+      stages.push_back({role, per_key ? per_key_tile : per_query_tile,
+                        {u32(c.num_warps * 32), 1, 1}, stage_dynamic_smem_bytes(c, role)});
+    }
     return stages;
   }
   // Reference kernels: one block per row, geometry documented in templates/reference/*.h.
@@ -39,6 +52,9 @@ std::vector<StageLaunch> plan_stages(const FmhaKernelConfig& c, const FmhaProble
       case codegen::StageRole::bwd_dot_do_o:
       case codegen::StageRole::bwd_dq: stages.push_back({role, per_query_row, block, 0}); break;
       case codegen::StageRole::bwd_dkdv: stages.push_back({role, per_key_row, block, 0}); break;
+      case codegen::StageRole::bwd_dq_dk_dv:
+      case codegen::StageRole::bwd_convert_dq:
+        throw Error(ErrorCode::invalid_config, "mma_sm80 stage in a reference plan");
     }
   }
   return stages;
@@ -48,8 +64,27 @@ BwdWorkspaceLayout bwd_workspace_layout(const FmhaKernelConfig& c, const FmhaPro
   BwdWorkspaceLayout w;
   if (c.family != Family::bwd) return w;
   constexpr std::size_t kAlign = 256;
-  w.d_rowsum = 0;
-  w.total = align_up(static_cast<std::size_t>(p.lse_elements()) * sizeof(float), kAlign);
+  std::size_t offset = 0;
+  auto place = [&](std::size_t bytes) {
+    const std::size_t at = offset;
+    offset = align_up(offset + bytes, kAlign);
+    return at;
+  };
+  const auto rows = static_cast<std::size_t>(p.lse_elements());  // B x Hq x Sq
+  w.d_rowsum = place(rows * sizeof(float));
+  if (c.impl == KernelImpl::mma_sm80) {
+    // fp32 dQ sums, [B, Hq, Sq, hdim_q] contiguous, added to by every key tile.
+    w.dq_accum_bytes = rows * static_cast<std::size_t>(c.hdim_q) * sizeof(float);
+    w.dq_accum = place(w.dq_accum_bytes);
+    if (c.deterministic) {
+      // One arrival counter per query tile: [B, Hq, ceil(Sq / block_m)] ints.
+      const auto tiles = static_cast<std::size_t>(p.batch * p.nhead_q) *
+                         static_cast<std::size_t>((p.seqlen_q + c.block_m - 1) / c.block_m);
+      w.semaphores_bytes = tiles * sizeof(int);
+      w.semaphores = place(w.semaphores_bytes);
+    }
+  }
+  w.total = offset;
   return w;
 }
 
@@ -60,3 +95,24 @@ std::size_t required_alignment_bytes(const FmhaKernelConfig& c) {
 }
 
 }  // namespace fmha_jit::dispatch
+
+namespace fmha_jit {
+
+BwdWorkspaceSize bwd_workspace_size(const FmhaProblem& problem, const FmhaKernelConfig& config) {
+  if (config.family != Family::bwd) {
+    throw FieldError(ErrorCode::invalid_config, "family", std::string(to_string(config.family)),
+                     "bwd (only the backward needs a workspace)");
+  }
+  problem.validate();
+  const FmhaKernelConfig c = canonicalize(config);
+  const dispatch::BwdWorkspaceLayout w = dispatch::bwd_workspace_layout(c, problem);
+  BwdWorkspaceSize s;
+  s.total = w.total;
+  auto rounded = [](std::size_t bytes) { return dispatch::align_up(bytes, 256); };
+  s.dq_accum = rounded(w.dq_accum_bytes);
+  s.semaphores = rounded(w.semaphores_bytes);
+  s.d_rowsum = s.total - s.dq_accum - s.semaphores;
+  return s;
+}
+
+}  // namespace fmha_jit

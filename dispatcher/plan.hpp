@@ -30,10 +30,17 @@ std::vector<StageLaunch> plan_stages(const FmhaKernelConfig& canonical, const Fm
 // on a 256-byte boundary (the alignment cudaMalloc gives, and enough for vector accesses).
 struct BwdWorkspaceLayout {
   std::size_t d_rowsum = 0;  // D = rowsum(dO * O), B x Hq x Sq floats
+  // mma_sm80 only (npos otherwise): fp32 dQ sums and, in the deterministic mode, the per-query-
+  // tile arrival counters that order them.
+  static constexpr std::size_t npos = static_cast<std::size_t>(-1);
+  std::size_t dq_accum = npos, dq_accum_bytes = 0;
+  std::size_t semaphores = npos, semaphores_bytes = 0;
   std::size_t total = 0;
 };
 BwdWorkspaceLayout bwd_workspace_layout(const FmhaKernelConfig& canonical,
                                         const FmhaProblem& problem);
+
+std::size_t align_up(std::size_t n, std::size_t a);
 
 // Byte alignment the kernels of an implementation need for every tensor pointer and row stride.
 std::size_t required_alignment_bytes(const FmhaKernelConfig& canonical);

@@ -80,6 +80,21 @@ class FmhaRunner {
   virtual std::size_t bwd_workspace_bytes(const FmhaProblem& problem) const = 0;
 };
 
+// The backward's scratch memory for one problem, per buffer (bytes, each rounded up to 256):
+//   d_rowsum:   D = rowsum(dO * O), fp32 per query row (every impl);
+//   dq_accum:   fp32 dQ sums the key tiles add into (mma_sm80);
+//   semaphores: one arrival counter per query tile ordering those additions (mma_sm80,
+//               deterministic only) - the whole memory price of the deterministic mode.
+struct BwdWorkspaceSize {
+  std::size_t d_rowsum = 0, dq_accum = 0, semaphores = 0, total = 0;
+};
+// Sizes for `config` (canonicalised here, so impl and tiles may be left to the heuristic). Throws
+// FieldError for an invalid config or problem.
+BwdWorkspaceSize bwd_workspace_size(const FmhaProblem& problem, const FmhaKernelConfig& config);
+inline std::size_t bwd_workspace_bytes(const FmhaProblem& problem, const FmhaKernelConfig& config) {
+  return bwd_workspace_size(problem, config).total;
+}
+
 struct FmhaSetupResult {
   bool success = false;
   std::string error;  // one line; empty on success

@@ -49,8 +49,18 @@ ForwardResult gpu_forward(const AttentionCase& c, KernelImpl impl, const DeviceT
 // when the problem is small, else from the GPU reference kernel.
 void check_forward(const AttentionCase& c, KernelImpl impl, std::uint32_t seed);
 
-// Checks the backward of `impl` (and that two runs are bit-identical when `deterministic`).
-void check_backward(const AttentionCase& c, KernelImpl impl, bool deterministic,
-                    std::uint32_t seed);
+// Run-to-run behaviour of a backward: the largest element-wise difference of dQ, dK and dV
+// between the first run and any later one, and whether every run produced the same bytes.
+struct BackwardRepro {
+  int runs = 0;
+  double max_diff[3] = {0, 0, 0};
+  bool bit_exact = true;
+};
+
+// Checks `runs` backward runs of `impl` (NaN-poisoned outputs each time) against the reference:
+// the fp64 CPU reference for small problems, the GPU reference kernel for large ones. With
+// `deterministic`, also requires every run to be bit-identical to the first.
+BackwardRepro check_backward(const AttentionCase& c, KernelImpl impl, bool deterministic,
+                             std::uint32_t seed, int runs = 2);
 
 }  // namespace fmha_jit::test

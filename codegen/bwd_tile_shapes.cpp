@@ -1,0 +1,116 @@
+// Tiles of the tensor-core backward (templates/bwd/fmha_bwd_sm80*.h). Registers bound these tiles
+// more than shared memory: a warp keeps dK and dV of its keys in registers for the whole CTA,
+// (hdim_q + hdim_v) / 2 fp32 per thread when it owns 16 keys and the full head dim. The full
+// reasoning per row (and the ptxas register counts) is in templates/bwd/fmha_bwd_sm80.h; the rtc
+// test compiles every shipped tile and requires 0 spill bytes.
+#include <string>
+
+#include "codegen/tile_shapes.hpp"
+#include "fmha_jit/error.hpp"
+
+namespace fmha_jit::codegen {
+namespace {
+
+[[noreturn]] void reject(const char* field, int value, const std::string& accepted) {
+  throw FieldError(ErrorCode::invalid_config, field, std::to_string(value), accepted);
+}
+
+bool power_of_two(int x) { return x > 0 && (x & (x - 1)) == 0; }
+
+// The warp split of templates/bwd/fmha_bwd_tiles_sm80.h (FmhaBwdSm80Shape), recomputed here so
+// that a user-set tile is rejected with a message instead of a static_assert in the compile log.
+struct BwdWarpSplit {
+  int warps_n, warps_m, key_tiles, query_frags, warps_mc, warps_dc, query_tiles_c;
+  bool p_in_regs;
+};
+
+BwdWarpSplit split_of(const TileShape& t) {
+  BwdWarpSplit s{};
+  s.warps_n = t.block_n >= 16 * t.num_warps ? t.num_warps : t.block_n / 16;
+  s.warps_m = s.warps_n > 0 ? t.num_warps / s.warps_n : 0;
+  s.key_tiles = s.warps_n > 0 ? t.block_n / (16 * s.warps_n) : 0;
+  s.query_frags = s.warps_m > 0 ? t.block_m / (8 * s.warps_m) : 0;
+  s.warps_mc = t.block_m >= 16 * t.num_warps ? t.num_warps : t.block_m / 16;
+  s.warps_dc = s.warps_mc > 0 ? t.num_warps / s.warps_mc : 0;
+  s.query_tiles_c = s.warps_mc > 0 ? t.block_m / (16 * s.warps_mc) : 0;
+  s.p_in_regs = s.warps_m == 1;
+  return s;
+}
+
+int smem_bytes(const TileShape& t, int hdim_q, int hdim_v) {
+  const bool p_in_regs = split_of(t).p_in_regs;
+  return 2 * (t.block_n * (hdim_q + hdim_v) + t.num_stages * t.block_m * (hdim_q + hdim_v) +
+              t.block_n * t.block_m * (p_in_regs ? 1 : 2)) +
+         8 * t.num_stages * t.block_m;
+}
+
+}  // namespace
+
+TileShape mma_sm80_bwd_tile(const ArchInfo& arch, const FmhaKernelConfig& c) {
+  const int hdim_q = c.hdim_q, hdim_v = c.hdim_v;
+  // 8 warps throughout: above 128 registers per thread only one CTA fits an SM, and 8 warps hide
+  // the latency of the dependent GEMM chain (dP -> dS -> dK, dQ) that 4 could not.
+  TileShape t{64, 64, 8, 2};  // hdim 192 and 256: 8 warps on 64 keys split the head dim in two
+  if (hdim_q <= 64) {
+    // 128 x 128 (FA2's hdim-64 tile): 128-key tiles halve, against 64, the dq_accum reduction
+    // traffic and the Q / dO re-reads per key; 128 query rows halve the barriers per key tile.
+    t = {128, 128, 8, 2};
+  } else if (hdim_q <= 128) {
+    t = {64, 128, 8, 2};  // 128 query rows would add 32 registers of dP^T: spills at hdim 128
+  }
+  // A second stage of hdim 256 does not fit sm_80's 163 KB (209 KB); on sm_90 it does.
+  if (smem_bytes(t, hdim_q, hdim_v) > arch.max_smem_per_block_bytes) t.num_stages = 1;
+  // The 99 KB archs (sm_86, sm_89): 4 warps on 64 keys keep the per-warp work of the 8-warp tiles
+  // (16 keys, all queries of the tile) at half the footprint; past hdim 128 a warp cannot hold
+  // dK and dV of 16 keys, so 32 x 32 with the head dim split over two warps.
+  if (smem_bytes(t, hdim_q, hdim_v) > arch.max_smem_per_block_bytes) {
+    t = hdim_q <= 128 ? TileShape{64, 64, 4, 1} : TileShape{32, 32, 4, 1};
+  }
+  return t;
+}
+
+int mma_sm80_bwd_smem_bytes(const FmhaKernelConfig& c) {
+  return smem_bytes({c.block_m, c.block_n, c.num_warps, c.num_stages}, c.hdim_q, c.hdim_v);
+}
+
+void check_mma_sm80_bwd_tile(const ArchInfo& arch, const FmhaKernelConfig& c) {
+  if (c.num_warps != 4 && c.num_warps != 8) reject("num_warps", c.num_warps, "0 (heuristic), 4, 8");
+  const TileShape t{c.block_m, c.block_n, c.num_warps, c.num_stages};
+  const BwdWarpSplit s = split_of(t);
+  const std::string with = " (with num_warps = " + std::to_string(c.num_warps) + ")";
+  if (c.block_n % 16 != 0 || (s.key_tiles != 1 && s.key_tiles != 2) ||
+      s.key_tiles * s.warps_n * 16 != c.block_n || s.warps_n * s.warps_m != c.num_warps ||
+      !power_of_two(s.warps_m)) {
+    reject("block_n", c.block_n,
+           "0 (heuristic), a multiple of 16 giving each warp one or two 16-key tiles: " +
+               std::to_string(16 * c.num_warps) + " or " + std::to_string(32 * c.num_warps) +
+               ", or 32, 64 with fewer key rows than warps" + with);
+  }
+  if (c.block_m % 32 != 0 || s.query_frags % 2 != 0 || !power_of_two(s.query_frags) ||
+      (s.query_tiles_c != 1 && s.query_tiles_c != 2) || !power_of_two(s.warps_dc) ||
+      s.warps_mc * s.warps_dc != c.num_warps) {
+    reject("block_m", c.block_m,
+           "0 (heuristic), 32, 64 or 128 (a power-of-two multiple of 32 that gives every warp "
+           "whole 16-row query tiles)" + with);
+  }
+  const int dq_pairs = s.warps_dc > 0 ? c.hdim_q / (16 * s.warps_dc) : 0;
+  if (c.hdim_q % (16 * s.warps_m) != 0 || c.hdim_v % (16 * s.warps_m) != 0 ||
+      c.hdim_q % (16 * s.warps_dc) != 0 || (dq_pairs > 4 && dq_pairs % 2 != 0)) {
+    reject("num_warps", c.num_warps,
+           "a warp split that divides the head dims into 16-column pairs (this tile splits "
+           "them over " + std::to_string(s.warps_m) + " and " + std::to_string(s.warps_dc) +
+               " warps)");
+  }
+  if (c.num_stages < 1 || c.num_stages > 3) {
+    reject("num_stages", c.num_stages, "0 (heuristic), 1, 2, 3");
+  }
+  const int smem = mma_sm80_bwd_smem_bytes(c);
+  if (smem > arch.max_smem_per_block_bytes) {
+    reject("num_stages", c.num_stages,
+           "a tile within " + std::to_string(arch.max_smem_per_block_bytes / 1024) +
+               " KB of shared memory on " + std::string(arch.name) + " (this one needs " +
+               std::to_string(smem / 1024) + " KB)");
+  }
+}
+
+}  // namespace fmha_jit::codegen
