@@ -178,7 +178,7 @@ TEST_CASE("config: canonical form", "[config]") {
   bwd.lse = true;
   bwd.deterministic = true;
   const auto cb = canonicalize(bwd);
-  CHECK(cb.impl == KernelImpl::reference);  // no tensor-core backward yet
+  CHECK(cb.impl == KernelImpl::mma_sm80);  // the tensor-core backward on NVIDIA archs
   CHECK_FALSE(cb.lse);
   CHECK(cb.deterministic);
   CHECK(canonical_string(bwd) != canonical_string(fwd));
@@ -208,9 +208,6 @@ TEST_CASE("config: impl and tiles of the tensor-core forward", "[config]") {
     return std::string("(accepted)");
   };
   auto bad = c;
-  bad.family = Family::bwd;
-  CHECK(rejected_field(bad) == "impl");
-  bad = c;
   bad.arch = "gfx90a";
   CHECK(rejected_field(bad) == "impl");
   bad = c;
@@ -227,6 +224,67 @@ TEST_CASE("config: impl and tiles of the tensor-core forward", "[config]") {
   bad.block_n = 128;
   bad.num_stages = 3;  // 2 * (128*256 + 3*128*512) bytes = 448 KB
   CHECK(rejected_field(bad) == "num_stages");
+}
+
+TEST_CASE("config: impl and tiles of the tensor-core backward", "[config]") {
+  FmhaKernelConfig c;
+  c.family = Family::bwd;
+  c.impl = KernelImpl::mma_sm80;
+  for (auto [hq, hv] : std::vector<std::pair<int, int>>{
+           {32, 32}, {64, 64}, {96, 96}, {128, 128}, {192, 192}, {256, 256}, {192, 128}}) {
+    for (const char* arch : {"sm_80", "sm_86", "sm_89", "sm_90", "sm_90a"}) {
+      for (bool det : {false, true}) {
+        c.hdim_q = hq;
+        c.hdim_v = hv;
+        c.arch = arch;
+        c.deterministic = det;
+        INFO(arch << " " << hq << "x" << hv);
+        FmhaKernelConfig r;
+        REQUIRE_NOTHROW(r = canonicalize(c));  // every heuristic tile fits the arch
+        CHECK(r.num_warps * 32 <= 256);
+        CHECK(r.deterministic == det);
+      }
+    }
+  }
+  c.hdim_q = c.hdim_v = 128;
+  c.arch = "sm_90";
+  c.deterministic = false;
+  const auto tile = canonicalize(c);
+  CHECK(tile.block_m == 64);
+  CHECK(tile.block_n == 128);
+  auto rejected_field = [](FmhaKernelConfig bad) {
+    try {
+      validate(bad);
+    } catch (const FieldError& e) {
+      return e.field();
+    }
+    return std::string("(accepted)");
+  };
+  auto bad = c;
+  bad.num_warps = 2;
+  CHECK(rejected_field(bad) == "num_warps");
+  bad = c;
+  bad.block_n = 48;  // three 16-key tiles cannot be split over 8 warps
+  CHECK(rejected_field(bad) == "block_n");
+  bad = c;
+  bad.block_m = 96;
+  CHECK(rejected_field(bad) == "block_m");
+  bad = c;
+  bad.num_stages = 4;
+  CHECK(rejected_field(bad) == "num_stages");
+  bad = c;
+  bad.arch = "sm_86";  // 64 x 128 with 2 stages needs 145 KB, sm_86 has 99 KB
+  bad.block_m = 64;
+  bad.block_n = 128;
+  bad.num_warps = 8;
+  bad.num_stages = 2;
+  CHECK(rejected_field(bad) == "num_stages");
+  // Accepted overrides: the tiles the gpu suite runs on the H200 for the other archs.
+  auto ok = c;
+  ok.block_m = ok.block_n = 64;
+  ok.num_warps = 4;
+  ok.num_stages = 1;
+  CHECK(rejected_field(ok) == "(accepted)");
 }
 
 TEST_CASE("config: AMD arch gets wavefront-sized warps", "[config]") {

@@ -1,0 +1,86 @@
+// The launch plan and workspace of the backward, derived from the config and problem on the host.
+#include <catch2/catch.hpp>
+
+#include "dispatcher/plan.hpp"
+#include "fmha_jit/dispatcher.hpp"
+
+using namespace fmha_jit;
+using codegen::StageRole;
+
+namespace {
+
+FmhaKernelConfig bwd_config(bool deterministic) {
+  FmhaKernelConfig c;
+  c.family = Family::bwd;
+  c.dtype = DType::bf16;
+  c.hdim_q = c.hdim_v = 128;
+  c.arch = "sm_90";
+  c.deterministic = deterministic;
+  return canonicalize(c);
+}
+
+FmhaProblem problem() {
+  FmhaProblem p;
+  p.batch = 3;
+  p.nhead_q = 8;
+  p.nhead_k = 2;
+  p.seqlen_q = 1000;
+  p.seqlen_k = 777;
+  p.hdim_q = p.hdim_v = 128;
+  return p;
+}
+
+}  // namespace
+
+TEST_CASE("plan: the tensor-core backward runs three stages", "[plan]") {
+  const auto c = bwd_config(true);
+  REQUIRE(c.impl == KernelImpl::mma_sm80);
+  const auto stages = dispatch::plan_stages(c, problem());
+  REQUIRE(stages.size() == 3);
+  CHECK(stages[0].role == StageRole::bwd_dot_do_o);
+  CHECK(stages[1].role == StageRole::bwd_dq_dk_dv);
+  CHECK(stages[2].role == StageRole::bwd_convert_dq);
+  const unsigned m_tiles = (1000 + c.block_m - 1) / c.block_m;
+  const unsigned n_tiles = (777 + c.block_n - 1) / c.block_n;
+  // Row-wise stages per query tile and query head; dq_dk_dv per key tile and kv head.
+  CHECK(stages[0].grid.x == m_tiles);
+  CHECK(stages[0].grid.y == 8);
+  CHECK(stages[1].grid.x == n_tiles);
+  CHECK(stages[1].grid.y == 2);
+  CHECK(stages[1].grid.z == 3);
+  CHECK(stages[2].grid.x == m_tiles);
+  for (const auto& s : stages) CHECK(s.block.x == unsigned(c.num_warps * 32));
+  CHECK(stages[0].dynamic_smem_bytes == 0);
+  CHECK(stages[1].dynamic_smem_bytes > 48 * 1024);  // needs the driver's opt-in
+}
+
+TEST_CASE("plan: workspace of each dQ mode", "[plan]") {
+  const FmhaProblem p = problem();
+  const auto atomic = bwd_workspace_size(p, bwd_config(false));
+  const auto det = bwd_workspace_size(p, bwd_config(true));
+  const std::size_t rows = 3 * 8 * 1000;
+  CHECK(atomic.d_rowsum >= rows * 4);
+  CHECK(atomic.dq_accum >= rows * 128 * 4);
+  CHECK(atomic.semaphores == 0);
+  CHECK(det.dq_accum == atomic.dq_accum);
+  const std::size_t m_tiles = (1000 + bwd_config(true).block_m - 1) / bwd_config(true).block_m;
+  CHECK(det.semaphores >= 3 * 8 * m_tiles * sizeof(int));
+  CHECK(det.semaphores < 3 * 8 * m_tiles * sizeof(int) + 256);
+  CHECK(det.total == atomic.total + det.semaphores);
+  CHECK(det.total == det.d_rowsum + det.dq_accum + det.semaphores);
+  // Layout: every buffer 256-byte aligned inside the workspace.
+  const auto w = dispatch::bwd_workspace_layout(bwd_config(true), p);
+  CHECK(w.dq_accum % 256 == 0);
+  CHECK(w.semaphores % 256 == 0);
+  CHECK(w.semaphores >= w.dq_accum + rows * 128 * 4);
+
+  FmhaKernelConfig reference = bwd_config(false);
+  reference.impl = KernelImpl::reference;
+  reference.block_m = reference.block_n = reference.num_warps = reference.num_stages = 0;
+  const auto r = bwd_workspace_size(p, reference);
+  CHECK(r.dq_accum == 0);
+  CHECK(r.total == r.d_rowsum);
+
+  FmhaKernelConfig fwd;
+  CHECK_THROWS_AS(bwd_workspace_size(p, fwd), FieldError);
+}
