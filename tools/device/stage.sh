@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 build=${1:-build-release}
-rm -rf .carry
+rm -rf .carry/bin .carry/lib  # .carry/cache (a warmed kernel cache) stays
 mkdir -p .carry/bin .carry/lib
 cp "$build"/bin/* .carry/bin/
 for t in "$build"/tests/fmha_jit_*_tests; do cp "$t" .carry/bin/; done
