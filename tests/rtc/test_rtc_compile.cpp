@@ -1,6 +1,7 @@
 // Real NVRTC / hipRTC compiles through the pipeline; no GPU needed.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <thread>
 
@@ -180,8 +181,36 @@ TEST_CASE("rtc: no GPU needed for setup; the runner says why it cannot launch", 
 
 namespace {
 
-void require_no_spills(const dispatch::Obtained& got) {
-  for (const auto& r : got.kernel->manifest.resources) {
+// Compiles every config on all cores (obtain_kernel is thread-safe; Catch's assertions are not,
+// so the results are checked afterwards on this thread). Returns the manifests in config order.
+std::vector<cache::Manifest> compile_all(const std::vector<FmhaKernelConfig>& configs,
+                                         const fs::path& root) {
+  std::vector<cache::Manifest> out(configs.size());
+  std::vector<std::string> errors(configs.size());
+  std::atomic<std::size_t> next{0};
+  std::vector<std::thread> threads;
+  const unsigned n = std::max(1u, std::thread::hardware_concurrency());
+  for (unsigned t = 0; t < n; ++t) {
+    threads.emplace_back([&] {
+      for (std::size_t i; (i = next++) < configs.size();) {
+        try {
+          out[i] = dispatch::obtain_kernel(configs[i], root).kernel->manifest;
+        } catch (const std::exception& e) {
+          errors[i] = e.what();
+        }
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (std::size_t i = 0; i < configs.size(); ++i) {
+    INFO(canonical_string(configs[i]));
+    CHECK(errors[i] == "");
+  }
+  return out;
+}
+
+void require_no_spills(const cache::Manifest& m) {
+  for (const auto& r : m.resources) {
     INFO(r.symbol);
     CHECK(r.registers > 0);
     CHECK(r.registers <= 255);
@@ -198,7 +227,7 @@ TEST_CASE("rtc: every shipped tensor-core backward compiles with 0 spills", "[rt
   // hdim 256), the head dims, the mask and the dQ mode; the dtype only changes the packing
   // instructions, so it is varied on sm_90 alone to keep this test within CI's budget.
   test::TempDir tmp;
-  int compiled = 0;
+  std::vector<FmhaKernelConfig> configs;
   for (const char* arch : {"sm_80", "sm_86", "sm_90"}) {
     for (auto [hq, hv] : test::head_dim_pairs()) {
       for (DType dtype : {DType::bf16, DType::fp16}) {
@@ -215,21 +244,23 @@ TEST_CASE("rtc: every shipped tensor-core backward compiles with 0 spills", "[rt
             c.arch = arch;
             c.deterministic = det;
             c.impl = KernelImpl::mma_sm80;
-            INFO(arch << " " << hq << "x" << hv << " " << to_string(dtype) << " "
-                      << to_string(mask) << (det ? " det" : ""));
-            require_no_spills(dispatch::obtain_kernel(c, tmp.path()));
-            ++compiled;
+            configs.push_back(c);
           }
         }
       }
     }
   }
-  CHECK(compiled == 4 * 7 * 4 * 2);
+  CHECK(configs.size() == 4 * 7 * 4 * 2);
+  const auto manifests = compile_all(configs, tmp.path());
+  for (std::size_t i = 0; i < configs.size(); ++i) {
+    INFO(canonical_string(configs[i]));
+    require_no_spills(manifests[i]);
+  }
 }
 
 TEST_CASE("rtc: every shipped tensor-core forward compiles with 0 spills", "[rtc]") {
   test::TempDir tmp;
-  int compiled = 0;
+  std::vector<FmhaKernelConfig> configs;
   for (const char* arch : {"sm_80", "sm_90"}) {
     for (auto [hq, hv] : test::head_dim_pairs()) {
       for (DType dtype : {DType::fp16, DType::bf16}) {
@@ -245,14 +276,16 @@ TEST_CASE("rtc: every shipped tensor-core forward compiles with 0 spills", "[rtc
             c.mask = mask;
             c.arch = arch;
             c.impl = KernelImpl::mma_sm80;
-            INFO(arch << " " << hq << "x" << hv << " " << to_string(dtype) << " "
-                      << to_string(mask));
-            require_no_spills(dispatch::obtain_kernel(c, tmp.path()));
-            ++compiled;
+            configs.push_back(c);
           }
         }
       }
     }
   }
-  CHECK(compiled == 2 * 7 * 2 * 4 * 2);
+  CHECK(configs.size() == 2 * 7 * 2 * 4 * 2);
+  const auto manifests = compile_all(configs, tmp.path());
+  for (std::size_t i = 0; i < configs.size(); ++i) {
+    INFO(canonical_string(configs[i]));
+    require_no_spills(manifests[i]);
+  }
 }
