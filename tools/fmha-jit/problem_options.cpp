@@ -120,6 +120,12 @@ void add_problem_options(CLI::App& app, ProblemOptions& o,
   app.add_option("--arch", o.arch, "Target arch [default: the GPU's]")->type_name("ARCH");
   app.add_flag("--deterministic", o.deterministic, "bwd: bit-identical gradients run to run");
   app.add_flag("--lse,!--no-lse", o.lse, "fwd: store the log-sum-exp (default on)");
+  // Tile overrides: the config fields of the same names (validated with the config).
+  const char* tile_help = "Tile override (0 = heuristic; see docs/ARCHITECTURE.md)";
+  app.add_option("--block-m", o.block_m, tile_help)->check(CLI::Range(0, 1024));
+  app.add_option("--block-n", o.block_n, tile_help)->check(CLI::Range(0, 1024));
+  app.add_option("--num-warps", o.num_warps, tile_help)->check(CLI::Range(0, 32));
+  app.add_option("--num-stages", o.num_stages, tile_help)->check(CLI::Range(0, 8));
 }
 
 MaskSpec parse_mask(const std::string& text) {
@@ -168,6 +174,10 @@ FmhaKernelConfig make_config(const ProblemOptions& o, Family family) {
   c.mask = parse_mask(o.mask).kind;
   c.lse = o.lse;
   c.impl = enum_from<KernelImpl>(o.impl);
+  c.block_m = o.block_m;
+  c.block_n = o.block_n;
+  c.num_warps = o.num_warps;
+  c.num_stages = o.num_stages;
   return c;
 }
 

@@ -38,6 +38,8 @@ struct ProblemOptions {
   std::string arch;
   bool deterministic = false;
   bool lse = true;
+  // Tile overrides (0 = the heuristic's choice), for tuning sweeps.
+  int block_m = 0, block_n = 0, num_warps = 0, num_stages = 0;
 };
 
 // Registers the flags above on `app`, bound to `o`; `families` lists the accepted --family values.
