@@ -13,6 +13,7 @@ export PYTHONUNBUFFERED=1
 out=${OUT:-/tmp}
 bin=$PWD/.carry/bin
 steps=${STEPS:-machine prebuild examples tests verify npy sanitizer benchjit bench_fwd bench_bwd}
+# Not in the default list: tune (tile candidates of the backward, tools/bench/tune_bwd_tiles.json).
 step() { echo; echo "=== $* ($(date +%T))"; }
 # A hung kernel (say, a deadlocked deterministic backward) must not eat the whole call.
 guard() {
@@ -79,6 +80,13 @@ bench_fwd() { compare --family fwd --out $out/bench_fwd; }
 bench_bwd() {
   compare --family bwd --out $out/bench_bwd
   compare --family bwd --deterministic --out $out/bench_bwd_det
+}
+tune() {
+  guard 300 $bin/fmha-jit bench --sweep tools/bench/tune_bwd_tiles.json --json > $out/tune_bwd.json
+  python3 -c "import json,sys
+for r in json.load(open('$out/tune_bwd.json')):
+  c=r.get('config',{}); print(r.get('hdim_q'), 'det' if r.get('deterministic') else 'atomic',
+    c.get('block_m'), c.get('block_n'), c.get('num_warps'), c.get('num_stages'), r.get('ms'), r.get('tflops'))"
 }
 
 {
