@@ -87,8 +87,8 @@ Point plan_point(ProblemOptions options, nlohmann::json origin) {
   p.time_bwd = p.options.family != "fwd";
   p.fwd = make_config(p.options, Family::fwd);
   p.bwd = make_config(p.options, Family::bwd);
-  p.producer = p.fwd;
-  p.producer.lse = true;  // the backward reads the LSE whatever --lse says about the timed forward
+  // The backward reads the LSE whatever --lse says about the timed forward.
+  p.producer = producer_config(p.bwd);
   const bool both = p.time_fwd && p.time_bwd;
   if (p.time_fwd) p.fwd_canonical = validate_config_and_problem(p.fwd, p.problem);
   if (p.time_bwd) {

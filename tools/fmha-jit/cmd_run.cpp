@@ -400,10 +400,7 @@ void run_run(const RunOptions& o, const GlobalOptions& g) {
   FmhaRunner& runner = *r.main->result.runner;
   DeviceInputs d = upload(in);
   if (family == Family::bwd && !in.o) {
-    FmhaKernelConfig fc = config;
-    fc.family = Family::fwd;
-    fc.lse = true;
-    r.forward = setup_or_throw(fc, g);
+    r.forward = setup_or_throw(producer_config(config), g);
     FwdOut f = run_forward_once(*r.forward->result.runner, p, d);
     auto o_bits = download_bits(f.o, p.o_elements());
     in.o = HostTensor{widen(o_bits, bf16), std::move(o_bits)};

@@ -181,6 +181,14 @@ FmhaKernelConfig make_config(const ProblemOptions& o, Family family) {
   return c;
 }
 
+FmhaKernelConfig producer_config(const FmhaKernelConfig& bwd) {
+  FmhaKernelConfig c = bwd;
+  c.family = Family::fwd;
+  c.lse = true;
+  c.block_m = c.block_n = c.num_warps = c.num_stages = 0;
+  return c;
+}
+
 FmhaProblem make_problem(const ProblemOptions& o) {
   FmhaProblem p;
   p.batch = o.batch;

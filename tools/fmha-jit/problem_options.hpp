@@ -57,6 +57,10 @@ MaskSpec parse_mask(const std::string& text);
 std::string mask_text(const MaskSpec& mask);
 
 // Config of the given family from the flags (arch resolved). Not validated: setup does that.
+// The forward that produces O and LSE for a backward of `bwd`: same dtype, head dims, mask and
+// arch, LSE on, and the forward heuristic's own tile (a backward tile override is not one the
+// forward can run).
+FmhaKernelConfig producer_config(const FmhaKernelConfig& bwd);
 FmhaKernelConfig make_config(const ProblemOptions& o, Family family);
 FmhaProblem make_problem(const ProblemOptions& o);
 
