@@ -83,10 +83,8 @@ bench_bwd() {
 }
 tune() {
   guard 300 $bin/fmha-jit bench --sweep tools/bench/tune_bwd_tiles.json --json > $out/tune_bwd.json
-  python3 -c "import json,sys
-for r in json.load(open('$out/tune_bwd.json')):
-  c=r.get('config',{}); print(r.get('hdim_q'), 'det' if r.get('deterministic') else 'atomic',
-    c.get('block_m'), c.get('block_n'), c.get('num_warps'), c.get('num_stages'), r.get('ms'), r.get('tflops'))"
+  python3 -c "import json
+for r in json.load(open('$out/tune_bwd.json')): print(r['kernel'], r.get('ms'), r.get('tflops'))"
 }
 
 {
