@@ -58,7 +58,10 @@ TileShape mma_sm80_bwd_tile(const ArchInfo& arch, const FmhaKernelConfig& c) {
   } else if (hdim_q <= 128) {
     t = {64, 128, 8, 2};  // 128 query rows would add 32 registers of dP^T: spills at hdim 128
   }
-  // A second stage of hdim 256 does not fit sm_80's 163 KB (209 KB); on sm_90 it does.
+  // hdim 256: one stage. A second does not fit sm_80's 163 KB (209 KB); on sm_90 it does but
+  // measured slower, 131 against 153 TFLOP/s (H200, bf16, S 8192, tools/bench/
+  // tune_bwd_tiles.json), and 57 against 128 in the deterministic mode.
+  if (hdim_q > 192) t.num_stages = 1;
   if (smem_bytes(t, hdim_q, hdim_v) > arch.max_smem_per_block_bytes) t.num_stages = 1;
   // The 99 KB archs (sm_86, sm_89): 4 warps on 64 keys keep the per-warp work of the 8-warp tiles
   // (16 keys, all queries of the tile) at half the footprint; past hdim 128 a warp cannot hold

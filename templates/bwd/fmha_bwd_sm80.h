@@ -42,8 +42,8 @@
 //                                          of dK + dV: 8 warps on 64 keys split the head dim in
 //                                          two instead (P^T, dS^T through shared memory)
 //   192/192  64,64,8,2 [161K]    192..198  as 192/128; the second stage just fits sm_80
-//   256/256  64,64,8,1 [145K]    224..232  sm_80 (a second stage does not fit)
-//            64,64,8,2 [209K]    219..230  sm_90
+//   256/256  64,64,8,1 [145K]    224..232  one stage, also on sm_90 where two fit [209K]: there
+//                                          two measured 131 against 153 TFLOP/s (H200, S 8192)
 // None spills or has a stack frame. With 2 stages the next Q / dO tile loads during a whole
 // iteration, with 1 only during phase C.
 //
@@ -68,17 +68,25 @@
 // whole next iteration).
 //
 // Deterministic mode. dq_accum of (b, h, query tile m) receives the key tiles' contributions in
-// increasing key-tile order: the CTA of key tile n waits (one thread spins on an acquire load,
-// then a barrier) until semaphore (b, h, m) equals the number of key tiles before n that visit m,
-// n - fmha_bwd_key_tiles(m).lo, which is computed by the same function that decides which tiles
-// a CTA visits, so it never waits for a tile that does not come. It then adds with plain loads and
-// stores, fences, and after a barrier one thread increments the semaphore (release). Fixed order
-// and fixed per-CTA arithmetic make dQ bit-identical run to run.
+// decreasing key-tile order: the CTA of key tile n waits (one thread spins on an acquire load,
+// then a barrier) until semaphore (b, h, m) equals the number of key tiles after n that visit m,
+// fmha_bwd_key_tiles(m).hi - 1 - n, which is computed by the same function that decides which
+// tiles a CTA visits, so it never waits for a tile that does not come. It then adds with plain
+// loads and stores, fences, and after a barrier one thread increments the semaphore (release).
+// Fixed order and fixed per-CTA arithmetic make dQ bit-identical run to run.
+// Why decreasing: every CTA walks its query tiles upwards, and under the masks the first query
+// tile of key tile n + 1 is never below that of key tile n. So the CTA it waits for started on
+// that query tile no later than it did and is normally done with it by the time it arrives:
+// with causal masks, increasing order made key tile n wait for tiles 0..n-1 to reach its
+// diagonal first and halved the throughput (H200, hdim 128, S 8192: 90 against 179 TFLOP/s).
+// For that the CTAs of one (kv head, batch) take their key tiles in reverse, n = num_n - 1 -
+// blockIdx.x, in this mode.
 // No deadlock: a CTA only waits for CTAs of the same (kv head, batch), i.e. the same blockIdx.y/z,
-// and lower blockIdx.x, hence lower linear block index. The hardware dispatches CTAs in linear
-// index order (FlashAttention-3's deterministic mode relies on the same), so when a CTA waits,
-// every CTA it waits for is resident or finished; the lowest-index unfinished resident CTA waits
-// only for finished ones, so it always progresses, finishes and frees its slot, by induction.
+// and higher key tiles, i.e. lower blockIdx.x, hence lower linear block index. The hardware
+// dispatches CTAs in linear index order (FlashAttention-3's deterministic mode relies on the
+// same), so when a CTA waits, every CTA it waits for is resident or finished; the lowest-index
+// unfinished resident CTA waits only for finished ones, so it always progresses, finishes and
+// frees its slot, by induction.
 #pragma once
 
 #include "bwd/fmha_bwd_memory_sm80.h"

@@ -104,7 +104,10 @@ FMHA_DEVICE void fmha_bwd_sm80_dq_dk_dv(const FmhaBwdParams& p, char* smem) {
   const int tid = fmha_thread_idx();
   const int lane = fmha_lane_id();
   const int warp = fmha_warp_id();
-  const int n_block = fmha_block_idx_x();
+  // Key tiles in reverse in the deterministic mode (see its protocol in fmha_bwd_sm80.h).
+  const int n_block =
+      kDeterministic ? (f.seqlen_k + kBlockN - 1) / kBlockN - 1 - fmha_block_idx_x()
+                     : fmha_block_idx_x();
   const int hk = fmha_block_idx_y();
   const int b = fmha_block_idx_z();
   const int group = f.nhead_q / f.nhead_k;
@@ -419,13 +422,13 @@ FMHA_DEVICE void fmha_bwd_sm80_dq_dk_dv(const FmhaBwdParams& p, char* smem) {
         }
       }
 
-      // Deterministic mode: before the first addition, wait until the key tiles before this one
+      // Deterministic mode: before the first addition, wait until the key tiles after this one
       // that visit this query tile (fmha_bwd_key_tiles, the function that decided the visit)
       // have added theirs.
       if (kDeterministic && part == 0) {
         if (tid == 0) {
           fmha_semaphore_wait_eq(
-              sem, n_block - fmha_bwd_key_tiles<kMaskKind, kBlockM, kBlockN>(m_block, f).lo);
+              sem, fmha_bwd_key_tiles<kMaskKind, kBlockM, kBlockN>(m_block, f).hi - 1 - n_block);
         }
         fmha_sync_threads();
       }
