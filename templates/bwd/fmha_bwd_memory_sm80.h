@@ -85,13 +85,16 @@ FMHA_DEVICE void fmha_semaphore_wait_eq(const int* sem, int count) {
   } while (v != count);
 }
 
-// Every writer thread must have executed fmha_fence_gpu() and then a barrier before one thread
-// releases.
+// Called by one thread after a CTA barrier that follows every thread's additions: the barrier
+// orders the other threads' writes before this thread's, and the gpu-scope acq_rel fence makes
+// all of them visible before the count (CUTLASS's generic barrier uses the same pattern), so the
+// other threads need no gpu-scope fence of their own.
 FMHA_DEVICE void fmha_semaphore_release_inc(int* sem) {
-  asm volatile("red.release.gpu.global.add.s32 [%0], 1;\n" ::"l"(sem) : "memory");
+  asm volatile(
+      "fence.acq_rel.gpu;\n"
+      "red.relaxed.gpu.global.add.s32 [%0], 1;\n" ::"l"(sem)
+      : "memory");
 }
-
-FMHA_DEVICE void fmha_fence_gpu() { __threadfence(); }
 
 // Returns x through an empty asm statement the optimizer cannot see through. Fragment addresses
 // are derived from a few per-warp bases by XOR-ing and adding constants; when a base is loop
@@ -103,6 +106,3 @@ FMHA_DEVICE unsigned fmha_opaque(unsigned x) {
   return x;
 }
 
-// A code-motion barrier for ptxas: shared-memory loads are not moved across a CTA fence. Used
-// where a fully unrolled loop would otherwise have all its fragment loads hoisted to the top.
-FMHA_DEVICE void fmha_schedule_fence() { __threadfence_block(); }
