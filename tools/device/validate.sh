@@ -13,7 +13,7 @@ export PYTHONUNBUFFERED=1
 out=${OUT:-/tmp}
 bin=$PWD/.carry/bin
 steps=${STEPS:-machine prebuild examples tests verify npy sanitizer benchjit bench_fwd bench_bwd}
-# Not in the default list: tune (tile candidates of the backward, tools/bench/tune_bwd_tiles.json).
+# Not in the default list: tests_bwd (the backward's gpu tests alone), tune (tile candidates of the backward, tools/bench/tune_bwd_tiles.json).
 step() { echo; echo "=== $* ($(date +%T))"; }
 # A hung kernel (say, a deadlocked deterministic backward) must not eat the whole call.
 guard() {
@@ -38,6 +38,7 @@ examples() {
   guard 180 $bin/37_bwd_deterministic --seqlen 4096 --batch 2 --nhead 16 --dtype bf16
 }
 tests() { guard 420 $bin/fmha_jit_gpu_tests --durations yes; }
+tests_bwd() { guard 420 $bin/fmha_jit_gpu_tests "gpu bwd*" --durations yes; }
 verify() {
   for m in none causal causal-br window:64,0; do
     guard 60 $bin/fmha-jit run --family fwd --dtype bf16 --hdim-q 128 --mask $m --batch 2 \
