@@ -55,8 +55,13 @@ TileShape mma_sm80_bwd_tile(const ArchInfo& arch, const FmhaKernelConfig& c) {
     // 128 x 128 (FA2's hdim-64 tile): 128-key tiles halve, against 64, the dq_accum reduction
     // traffic and the Q / dO re-reads per key; 128 query rows halve the barriers per key tile.
     t = {128, 128, 8, 2};
+  } else if (hdim_q <= 96) {
+    t = {64, 128, 8, 2};  // 128 query rows would add 32 registers of dP^T (spills at hdim 128)
   } else if (hdim_q <= 128) {
-    t = {64, 128, 8, 2};  // 128 query rows would add 32 registers of dP^T: spills at hdim 128
+    // As hdim 96 with one stage: two measured the same (H200, S 8192: 190 against 191 TFLOP/s),
+    // and at 250-255 registers the second stage's addressing spilled 4-12 bytes in 4 of the 16
+    // sm_90 variants.
+    t = {64, 128, 8, 1};
   }
   // hdim 256: one stage. A second does not fit sm_80's 163 KB (209 KB); on sm_90 it does but
   // measured slower, 131 against 153 TFLOP/s (H200, bf16, S 8192, tools/bench/

@@ -37,7 +37,8 @@
 //                                          and semaphore round trips per key tile
 //   64/64    128,128,8,2 [130K]  206..213  as 32/32 (FA2 uses the same tile)
 //   96/96    64,128,8,2 [113K]   208..212  128 queries would add 32 registers of dP^T
-//   128/128  64,128,8,2 [145K]   242..249  dK + dV alone are 128 registers (FA2's tile)
+//   128/128  64,128,8,1 [113K]   250..255  dK + dV alone are 128 registers (FA2's tile); two
+//                                          stages measured the same and spilled on sm_90
 //   192/128  64,64,8,2 [137K]    165..168  16 keys x the full head dim would need 160 registers
 //                                          of dK + dV: 8 warps on 64 keys split the head dim in
 //                                          two instead (P^T, dS^T through shared memory)
