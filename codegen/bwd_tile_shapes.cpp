@@ -99,15 +99,16 @@ void check_mma_sm80_bwd_tile(const ArchInfo& arch, const FmhaKernelConfig& c) {
       s.warps_mc * s.warps_dc != c.num_warps) {
     reject("block_m", c.block_m,
            "0 (heuristic), 32, 64 or 128 (a power-of-two multiple of 32 that gives every warp "
-           "whole 16-row query tiles)" + with);
+           "whole 16-row query tiles)" +
+               with);
   }
   const int dq_pairs = s.warps_dc > 0 ? c.hdim_q / (16 * s.warps_dc) : 0;
   if (c.hdim_q % (16 * s.warps_m) != 0 || c.hdim_v % (16 * s.warps_m) != 0 ||
       c.hdim_q % (16 * s.warps_dc) != 0 || (dq_pairs > 4 && dq_pairs % 2 != 0)) {
     reject("num_warps", c.num_warps,
            "a warp split that divides the head dims into 16-column pairs (this tile splits "
-           "them over " + std::to_string(s.warps_m) + " and " + std::to_string(s.warps_dc) +
-               " warps)");
+           "them over " +
+               std::to_string(s.warps_m) + " and " + std::to_string(s.warps_dc) + " warps)");
   }
   if (c.num_stages < 1 || c.num_stages > 3) {
     reject("num_stages", c.num_stages, "0 (heuristic), 1, 2, 3");

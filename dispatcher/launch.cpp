@@ -103,8 +103,8 @@ FmhaFwdParams make_fwd_params(const FmhaKernelConfig& c, const FmhaProblem& p,
   return params;
 }
 
-FmhaBwdParams make_bwd_params(const FmhaKernelConfig& c, const FmhaProblem& p,
-                              const BwdTensors& t, void* workspace) {
+FmhaBwdParams make_bwd_params(const FmhaKernelConfig& c, const FmhaProblem& p, const BwdTensors& t,
+                              void* workspace) {
   FmhaBwdParams params{};
   FwdTensors fwd{t.q, t.k, t.v, const_cast<void*>(t.o), const_cast<float*>(t.lse)};
   check_pointer("lse", t.lse, sizeof(float), true);

@@ -31,14 +31,16 @@ std::vector<StageLaunch> plan_stages(const FmhaKernelConfig& c, const FmhaProble
     // Geometry documented in templates/fwd/fmha_fwd_sm80.h and templates/bwd/fmha_bwd_sm80.h:
     // one block per block_m query rows of a query head, except dq_dk_dv (one block per block_n
     // keys of a kv head); num_warps warps in every stage.
-    const device::Dim3 per_query_tile{u32((p.seqlen_q + c.block_m - 1) / c.block_m),
-                                      u32(p.nhead_q), u32(p.batch)};
-    const device::Dim3 per_key_tile{u32((p.seqlen_k + c.block_n - 1) / c.block_n),
-                                    u32(p.nhead_k), u32(p.batch)};
+    const device::Dim3 per_query_tile{u32((p.seqlen_q + c.block_m - 1) / c.block_m), u32(p.nhead_q),
+                                      u32(p.batch)};
+    const device::Dim3 per_key_tile{u32((p.seqlen_k + c.block_n - 1) / c.block_n), u32(p.nhead_k),
+                                    u32(p.batch)};
     for (codegen::StageRole role : codegen::stage_roles(c)) {
       const bool per_key = role == codegen::StageRole::bwd_dq_dk_dv;
-      stages.push_back({role, per_key ? per_key_tile : per_query_tile,
-                        {u32(c.num_warps * 32), 1, 1}, stage_dynamic_smem_bytes(c, role)});
+      stages.push_back({role,
+                        per_key ? per_key_tile : per_query_tile,
+                        {u32(c.num_warps * 32), 1, 1},
+                        stage_dynamic_smem_bytes(c, role)});
     }
     return stages;
   }

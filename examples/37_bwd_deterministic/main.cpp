@@ -134,7 +134,8 @@ class GpuBackward {
       g.bits[i].resize(grads_[i].size() / 2);
       grads_[i].download(g.bits[i].data(), grads_[i].size());
       g.values[i].resize(g.bits[i].size());
-      for (std::size_t j = 0; j < g.bits[i].size(); ++j) g.values[i][j] = widen(g.bits[i][j], bf16_);
+      for (std::size_t j = 0; j < g.bits[i].size(); ++j)
+        g.values[i][j] = widen(g.bits[i][j], bf16_);
     }
     return g;
   }
@@ -198,24 +199,23 @@ void cpu_backward(const FmhaProblem& p, const Tensors& t, const std::vector<floa
   ref::AttentionShape s = shape_of(p);
   if (kn > 0) s.seqlen_k = int(kn);
   const auto ks = p.k_stride(), vs = p.v_stride();
-  ref::attention_backward(s, {t.q.data(), strides_of(p.q_stride())},
-                          {t.k.data() + k0 * ks.row, strides_of(ks)},
-                          {t.v.data() + k0 * vs.row, strides_of(vs)},
-                          {o.data(), strides_of(p.o_stride())},
-                          {t.d_o.data(), strides_of(p.o_stride())}, lse.data(),
-                          {grads[0].data(), strides_of(p.q_stride())},
-                          {grads[1].data() + k0 * ks.row, strides_of(ks)},
-                          {grads[2].data() + k0 * vs.row, strides_of(vs)});
+  ref::attention_backward(
+      s, {t.q.data(), strides_of(p.q_stride())}, {t.k.data() + k0 * ks.row, strides_of(ks)},
+      {t.v.data() + k0 * vs.row, strides_of(vs)}, {o.data(), strides_of(p.o_stride())},
+      {t.d_o.data(), strides_of(p.o_stride())}, lse.data(),
+      {grads[0].data(), strides_of(p.q_stride())}, {grads[1].data() + k0 * ks.row, strides_of(ks)},
+      {grads[2].data() + k0 * vs.row, strides_of(vs)});
 }
 
 void print_api_pattern() {
   section("GPU Deterministic API Pattern");
-  std::printf("  FmhaKernelConfig c;  c.family = Family::bwd;  c.deterministic = true;\n"
-              "  auto setup = setup_fmha_dispatcher(c);\n"
-              "  std::size_t bytes = bwd_workspace_bytes(problem, c);   // or let the runner "
-              "allocate\n"
-              "  setup.runner->run_bwd(problem, {q, k, v, o, lse, d_o, d_q, d_k, d_v, ws, bytes}, "
-              "stream);\n");
+  std::printf(
+      "  FmhaKernelConfig c;  c.family = Family::bwd;  c.deterministic = true;\n"
+      "  auto setup = setup_fmha_dispatcher(c);\n"
+      "  std::size_t bytes = bwd_workspace_bytes(problem, c);   // or let the runner "
+      "allocate\n"
+      "  setup.runner->run_bwd(problem, {q, k, v, o, lse, d_o, d_q, d_k, d_v, ws, bytes}, "
+      "stream);\n");
 }
 
 std::shared_ptr<FmhaRunner> setup(const FmhaKernelConfig& c, const char* what) {
@@ -241,8 +241,7 @@ int run(const Options& opt) {
   std::printf("Example 37: Backward Pass Deterministic Mode (on the GPU)\n");
   rule('=');
   std::printf("\n  Problem: B=%lld H=%lld S=%lld D=%lld %s\n", (long long)p.batch,
-              (long long)p.nhead_q, (long long)p.seqlen_q, (long long)p.hdim_q,
-              opt.dtype.c_str());
+              (long long)p.nhead_q, (long long)p.seqlen_q, (long long)p.hdim_q, opt.dtype.c_str());
   std::printf("  Tiles: %lld (seqlen_k split for the per-tile dQ analysis)\n", (long long)tiles);
   std::printf("  Tile size: %lld\n", (long long)tile_sk);
 
@@ -260,9 +259,10 @@ int run(const Options& opt) {
   auto nondet = setup(bwd_config, "backward, atomic dQ");
   auto det = setup(det_config, "backward, deterministic");
   const int block_n = det->config().block_n;
-  std::printf("  kernel key tile: %d keys; a query tile receives ceil(S / %d) = %lld ordered "
-              "dQ contributions\n",
-              block_n, block_n, (long long)((p.seqlen_k + block_n - 1) / block_n));
+  std::printf(
+      "  kernel key tile: %d keys; a query tile receives ceil(S / %d) = %lld ordered "
+      "dQ contributions\n",
+      block_n, block_n, (long long)((p.seqlen_k + block_n - 1) / block_n));
 
   std::mt19937 rng(42);
   std::normal_distribution<float> dist;
@@ -285,19 +285,21 @@ int run(const Options& opt) {
   const double multi_buffer = double(tiles) * dq_bytes;
 
   if (!gpu_available()) {
-    std::printf("\n  No GPU on this machine: the kernels above are compiled and cached; the GPU\n"
-                "  sections are replaced by the CPU reference (fp64, no atomics), as the seed "
-                "did.\n");
+    std::printf(
+        "\n  No GPU on this machine: the kernels above are compiled and cached; the GPU\n"
+        "  sections are replaced by the CPU reference (fp64, no atomics), as the seed "
+        "did.\n");
     if (!cpu_ok) {
-      std::printf("  The problem is too large for the CPU reference (%.1e MACs); use a smaller "
-                  "--seqlen.\n", macs);
+      std::printf(
+          "  The problem is too large for the CPU reference (%.1e MACs); use a smaller "
+          "--seqlen.\n",
+          macs);
       return 0;
     }
     std::vector<float> o(p.o_elements()), lse(p.lse_elements());
-    ref::attention_forward(shape_of(p), {t.q.data(), strides_of(p.q_stride())},
-                           {t.k.data(), strides_of(p.k_stride())},
-                           {t.v.data(), strides_of(p.v_stride())},
-                           {o.data(), strides_of(p.o_stride())}, lse.data());
+    ref::attention_forward(
+        shape_of(p), {t.q.data(), strides_of(p.q_stride())}, {t.k.data(), strides_of(p.k_stride())},
+        {t.v.data(), strides_of(p.v_stride())}, {o.data(), strides_of(p.o_stride())}, lse.data());
     std::vector<float> g[3] = {std::vector<float>(p.q_elements()),
                                std::vector<float>(p.k_elements()),
                                std::vector<float>(p.v_elements())};
@@ -323,9 +325,10 @@ int run(const Options& opt) {
                   100 * l1 / (total + 1e-15));
     }
     section("Deterministic vs Non-Deterministic Comparison (CPU)");
-    std::printf("  multi-buffer sum vs one-pass dQ: max |diff| %.2e. The CPU has no atomics:\n"
-                "  both orders are fixed here, so this is only the reassociation error.\n",
-                max_abs_diff(sum, g[0]));
+    std::printf(
+        "  multi-buffer sum vs one-pass dQ: max |diff| %.2e. The CPU has no atomics:\n"
+        "  both orders are fixed here, so this is only the reassociation error.\n",
+        max_abs_diff(sum, g[0]));
     section("Reproducibility Test (CPU)");
     std::printf("  skipped: a sequential CPU loop is reproducible by construction.\n");
     section("Deterministic Mode Memory Overhead");
@@ -371,8 +374,8 @@ int run(const Options& opt) {
     for (int i = 0; i < 3; ++i) {
       const auto a = ref::compare(g_nd.values[i].data(), g[i].data(), g[i].size());
       const auto b = ref::compare(g_det.values[i].data(), g[i].data(), g[i].size());
-      std::printf("  %s max rel error: atomic %.2e, deterministic %.2e\n", kGradNames[i],
-                  a.max_rel, b.max_rel);
+      std::printf("  %s max rel error: atomic %.2e, deterministic %.2e\n", kGradNames[i], a.max_rel,
+                  b.max_rel);
     }
   } else {
     std::printf("\n  CPU reference skipped (%.1e MACs)\n", macs);
@@ -400,8 +403,10 @@ int run(const Options& opt) {
     std::printf("  %6lld %12.4e %12.4e %11.1f%%\n", (long long)i, l1 / gt.values[0].size(), mx,
                 100 * l1 / (total + 1e-15));
   }
-  std::printf("  sum of the %lld buffers vs the one-pass dQ: max |diff| %.2e (each buffer rounded "
-              "to %s)\n", (long long)tiles, max_abs_diff(sum, g_det.values[0]), opt.dtype.c_str());
+  std::printf(
+      "  sum of the %lld buffers vs the one-pass dQ: max |diff| %.2e (each buffer rounded "
+      "to %s)\n",
+      (long long)tiles, max_abs_diff(sum, g_det.values[0]), opt.dtype.c_str());
 
   section("Deterministic vs Non-Deterministic Comparison");
   std::printf("\n  %-6s %14s %14s %10s\n", "Grad", "Max abs diff", "Mean abs diff", "Bitwise");
@@ -412,8 +417,9 @@ int run(const Options& opt) {
                 max_abs_diff(g_det.values[i], g_nd.values[i]),
                 mean_abs_diff(g_det.values[i], g_nd.values[i]), same ? "YES" : "NO");
   }
-  std::printf("  dK and dV never differ: one CTA owns each key tile. dQ may: the atomic mode adds\n"
-              "  the key tiles' fp32 contributions in arrival order.\n");
+  std::printf(
+      "  dK and dV never differ: one CTA owns each key tile. dQ may: the atomic mode adds\n"
+      "  the key tiles' fp32 contributions in arrival order.\n");
 
   section("Reproducibility Test");
   bool exact[2] = {true, true};
@@ -435,8 +441,10 @@ int run(const Options& opt) {
   std::printf("  deterministic: max gradient variation %.2e, bit-exact: %s\n", variation[1],
               exact[1] ? "YES" : "NO");
   if (p.seqlen_k <= block_n) {
-    std::printf("  (S <= %d: one key tile per query tile, nothing for the atomic mode to "
-                "reorder; try --seqlen 4096)\n", block_n);
+    std::printf(
+        "  (S <= %d: one key tile per query tile, nothing for the atomic mode to "
+        "reorder; try --seqlen 4096)\n",
+        block_n);
   }
 
   section("Deterministic Mode Memory Overhead");
@@ -453,8 +461,8 @@ int run(const Options& opt) {
   const double slowdown = ms_det / ms_nd;
   std::printf("\n");
   rule('=');
-  std::printf("  Reproducible:    deterministic bit-exact over %d runs: %s; atomic: %s\n",
-              opt.runs, exact[1] ? "YES" : "NO", exact[0] ? "YES" : "NO");
+  std::printf("  Reproducible:    deterministic bit-exact over %d runs: %s; atomic: %s\n", opt.runs,
+              exact[1] ? "YES" : "NO", exact[0] ? "YES" : "NO");
   std::printf("  Performance:     deterministic %.4f ms vs atomic %.4f ms: %.2fx (%+.1f%%)\n",
               ms_det, ms_nd, slowdown, (slowdown - 1) * 100);
   std::printf("  Memory overhead: %zu bytes of semaphores (the seed's scheme: %.1fx dQ)\n",

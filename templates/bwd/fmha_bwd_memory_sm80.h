@@ -105,4 +105,3 @@ FMHA_DEVICE unsigned fmha_opaque(unsigned x) {
   asm volatile("" : "+r"(x));
   return x;
 }
-

@@ -105,9 +105,8 @@ FMHA_DEVICE void fmha_bwd_sm80_dq_dk_dv(const FmhaBwdParams& p, char* smem) {
   const int lane = fmha_lane_id();
   const int warp = fmha_warp_id();
   // Key tiles in reverse in the deterministic mode (see its protocol in fmha_bwd_sm80.h).
-  const int n_block =
-      kDeterministic ? (f.seqlen_k + kBlockN - 1) / kBlockN - 1 - fmha_block_idx_x()
-                     : fmha_block_idx_x();
+  const int n_block = kDeterministic ? (f.seqlen_k + kBlockN - 1) / kBlockN - 1 - fmha_block_idx_x()
+                                     : fmha_block_idx_x();
   const int hk = fmha_block_idx_y();
   const int b = fmha_block_idx_z();
   const int group = f.nhead_q / f.nhead_k;

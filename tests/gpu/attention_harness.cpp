@@ -195,16 +195,16 @@ Gradients gpu_backward(FmhaRunner& runner, const FmhaProblem& p, const BackwardI
                        bool bf16) {
   DeviceBuffer dq = poisoned(p.q_elements() * 2), dk = poisoned(p.k_elements() * 2),
                dv = poisoned(p.v_elements() * 2);
-  runner.run_bwd(p, {in.q.device.data(), in.k.device.data(), in.v.device.data(),
-                     in.o.device.data(), static_cast<const float*>(in.lse.data()),
-                     in.d_o.device.data(), dq.data(), dk.data(), dv.data()});
+  runner.run_bwd(p, {in.q.device.data(), in.k.device.data(), in.v.device.data(), in.o.device.data(),
+                     static_cast<const float*>(in.lse.data()), in.d_o.device.data(), dq.data(),
+                     dk.data(), dv.data()});
   device_synchronize();
   return {download_16bit(dq, p.q_elements(), bf16), download_16bit(dk, p.k_elements(), bf16),
           download_16bit(dv, p.v_elements(), bf16)};
 }
 
-Gradients reference_backward(const AttentionCase& c, const FmhaProblem& p,
-                             const BackwardInputs& in, bool bf16) {
+Gradients reference_backward(const AttentionCase& c, const FmhaProblem& p, const BackwardInputs& in,
+                             bool bf16) {
   const double macs = 2.0 * p.batch * p.nhead_q * p.seqlen_q * p.seqlen_k * (p.hdim_q + p.hdim_v);
   if (macs > kCpuReferenceMaxMacs) {
     // The GPU reference backward sums in fp32 in a fixed order; it is itself checked against the
@@ -213,14 +213,13 @@ Gradients reference_backward(const AttentionCase& c, const FmhaProblem& p,
   }
   Gradients g{std::vector<float>(p.q_elements()), std::vector<float>(p.k_elements()),
               std::vector<float>(p.v_elements())};
-  ref::attention_backward(shape_of(c, p), {in.q.host.data(), ref_strides(p.q_stride())},
-                          {in.k.host.data(), ref_strides(p.k_stride())},
-                          {in.v.host.data(), ref_strides(p.v_stride())},
-                          {in.o.host.data(), ref_strides(p.o_stride())},
-                          {in.d_o.host.data(), ref_strides(p.o_stride())}, in.lse_host.data(),
-                          {g.dq.data(), ref_strides(p.q_stride())},
-                          {g.dk.data(), ref_strides(p.k_stride())},
-                          {g.dv.data(), ref_strides(p.v_stride())});
+  ref::attention_backward(
+      shape_of(c, p), {in.q.host.data(), ref_strides(p.q_stride())},
+      {in.k.host.data(), ref_strides(p.k_stride())}, {in.v.host.data(), ref_strides(p.v_stride())},
+      {in.o.host.data(), ref_strides(p.o_stride())},
+      {in.d_o.host.data(), ref_strides(p.o_stride())}, in.lse_host.data(),
+      {g.dq.data(), ref_strides(p.q_stride())}, {g.dk.data(), ref_strides(p.k_stride())},
+      {g.dv.data(), ref_strides(p.v_stride())});
   return g;
 }
 

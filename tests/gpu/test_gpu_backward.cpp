@@ -138,8 +138,9 @@ TEST_CASE("gpu bwd: workspace sizes and a caller-provided workspace", "[gpu]") {
   REQUIRE(setup.success);
   CHECK(setup.runner->bwd_workspace_bytes(p) == det.total);
   DeviceBuffer small(det.total - 256), buf(1 << 20);
-  BwdTensors t{buf.data(), buf.data(), buf.data(), buf.data(), static_cast<float*>(buf.data()),
-               buf.data(), buf.data(), buf.data(), buf.data(), small.data(), det.total - 256};
+  BwdTensors t{buf.data(),     buf.data(), buf.data(), buf.data(), static_cast<float*>(buf.data()),
+               buf.data(),     buf.data(), buf.data(), buf.data(), small.data(),
+               det.total - 256};
   try {
     setup.runner->run_bwd(p, t);
     FAIL("ran with a workspace that is too small");
