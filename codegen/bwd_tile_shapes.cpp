@@ -110,16 +110,7 @@ void check_mma_sm80_bwd_tile(const ArchInfo& arch, const FmhaKernelConfig& c) {
            "them over " +
                std::to_string(s.warps_m) + " and " + std::to_string(s.warps_dc) + " warps)");
   }
-  if (c.num_stages < 1 || c.num_stages > 3) {
-    reject("num_stages", c.num_stages, "0 (heuristic), 1, 2, 3");
-  }
-  const int smem = mma_sm80_bwd_smem_bytes(c);
-  if (smem > arch.max_smem_per_block_bytes) {
-    reject("num_stages", c.num_stages,
-           "a tile within " + std::to_string(arch.max_smem_per_block_bytes / 1024) +
-               " KB of shared memory on " + std::string(arch.name) + " (this one needs " +
-               std::to_string(smem / 1024) + " KB)");
-  }
+  check_stages_and_smem(arch, c, mma_sm80_bwd_smem_bytes(c));
 }
 
 }  // namespace fmha_jit::codegen

@@ -69,14 +69,18 @@ void check_mma_sm80_fwd_tile(const ArchInfo& arch, const FmhaKernelConfig& c) {
   if (c.block_n != 32 && c.block_n != 64 && c.block_n != 128) {
     reject("block_n", c.block_n, "0 (heuristic), 32, 64, 128");
   }
-  if (c.num_stages < 1 || c.num_stages > 3)
+  check_stages_and_smem(arch, c, mma_sm80_fwd_smem_bytes(c));
+}
+
+void check_stages_and_smem(const ArchInfo& arch, const FmhaKernelConfig& c, int smem_bytes) {
+  if (c.num_stages < 1 || c.num_stages > 3) {
     reject("num_stages", c.num_stages, "0 (heuristic), 1, 2, 3");
-  const int smem = mma_sm80_fwd_smem_bytes(c);
-  if (smem > arch.max_smem_per_block_bytes) {
+  }
+  if (smem_bytes > arch.max_smem_per_block_bytes) {
     reject("num_stages", c.num_stages,
            "a tile within " + std::to_string(arch.max_smem_per_block_bytes / 1024) +
                " KB of shared memory on " + std::string(arch.name) + " (this one needs " +
-               std::to_string(smem / 1024) + " KB)");
+               std::to_string(smem_bytes / 1024) + " KB)");
   }
 }
 

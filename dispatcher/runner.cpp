@@ -43,14 +43,16 @@ class KernelRunner final : public FmhaRunner {
 
   void check(const FmhaProblem& problem) const override { check_problem(config(), problem); }
 
-  void run_fwd(const FmhaProblem& problem, const FwdTensors& tensors, void* stream) override {
+  void run_fwd(const FmhaProblem& problem, const FwdTensors& tensors, void* stream,
+               const StageHook* hook) override {
     require_family(Family::fwd, "run_fwd");
     check(problem);
     FmhaFwdParams params = make_fwd_params(config(), problem, tensors);
-    launch_all(problem, &params, stream);
+    launch_all(problem, &params, stream, hook);
   }
 
-  void run_bwd(const FmhaProblem& problem, const BwdTensors& tensors, void* stream) override {
+  void run_bwd(const FmhaProblem& problem, const BwdTensors& tensors, void* stream,
+               const StageHook* hook) override {
     require_family(Family::bwd, "run_bwd");
     check(problem);
     const std::size_t need = bwd_workspace_bytes(problem);
@@ -70,7 +72,7 @@ class KernelRunner final : public FmhaRunner {
       workspace = owned_workspace(need, stream);
     }
     FmhaBwdParams params = make_bwd_params(config(), problem, tensors, workspace);
-    launch_all(problem, &params, stream);
+    launch_all(problem, &params, stream, hook);
   }
 
   std::size_t bwd_workspace_bytes(const FmhaProblem& problem) const override {
@@ -111,15 +113,18 @@ class KernelRunner final : public FmhaRunner {
   }
 
   template <class Params>
-  void launch_all(const FmhaProblem& problem, Params* params, void* stream) {
+  void launch_all(const FmhaProblem& problem, Params* params, void* stream,
+                  const StageHook* hook) {
     load();
     device::DeviceApi& api = *device::active_device();
     const auto stages = plan_stages(config(), problem);
     void* args[] = {params};
     for (std::size_t i = 0; i < stages.size(); ++i) {
       const auto& s = stages[i];
+      if (hook && *hook) (*hook)(i, codegen::to_string(s.role), stream);
       api.launch(module_->functions.at(i), s.grid, s.block, s.dynamic_smem_bytes, stream, args);
     }
+    if (hook && *hook) (*hook)(stages.size(), {}, stream);
   }
 
   // Grow-only scratch owned by the runner; growing waits for the stream so the old buffer is idle.

@@ -4,9 +4,11 @@
 
 #include <cstddef>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "fmha_jit/config.hpp"
@@ -60,6 +62,12 @@ struct BwdTensors {
   std::size_t workspace_bytes = 0;
 };
 
+// Observes the kernel launches of one run_fwd / run_bwd call (tools time each stage with events
+// through it): called with stage = 0 .. n-1 just before that stage is launched, on the call's
+// stream, with the stage's role as `name` (fwd; dot_do_o, dq_dk_dv, convert_dq; ...), then once
+// with stage = n and an empty name after the last launch.
+using StageHook = std::function<void(std::size_t stage, std::string_view name, void* stream)>;
+
 class FmhaRunner {
  public:
   virtual ~FmhaRunner() = default;
@@ -73,9 +81,9 @@ class FmhaRunner {
   virtual void check(const FmhaProblem& problem) const = 0;
   // Launches asynchronously on `stream` (a CUstream / hipStream_t; null = default stream).
   virtual void run_fwd(const FmhaProblem& problem, const FwdTensors& tensors,
-                       void* stream = nullptr) = 0;
+                       void* stream = nullptr, const StageHook* stage_hook = nullptr) = 0;
   virtual void run_bwd(const FmhaProblem& problem, const BwdTensors& tensors,
-                       void* stream = nullptr) = 0;
+                       void* stream = nullptr, const StageHook* stage_hook = nullptr) = 0;
   // Bytes of workspace a backward of this problem needs (0 for fwd kernels).
   virtual std::size_t bwd_workspace_bytes(const FmhaProblem& problem) const = 0;
 };

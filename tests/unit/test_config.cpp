@@ -184,6 +184,20 @@ TEST_CASE("config: canonical form", "[config]") {
   CHECK(canonical_string(bwd) != canonical_string(fwd));
 }
 
+namespace {
+
+// The field validate() rejects, or "(accepted)".
+std::string rejected_field(const FmhaKernelConfig& config) {
+  try {
+    validate(config);
+  } catch (const FieldError& e) {
+    return e.field();
+  }
+  return "(accepted)";
+}
+
+}  // namespace
+
 TEST_CASE("config: impl and tiles of the tensor-core forward", "[config]") {
   FmhaKernelConfig c;
   c.impl = KernelImpl::mma_sm80;
@@ -199,14 +213,6 @@ TEST_CASE("config: impl and tiles of the tensor-core forward", "[config]") {
   }
   c.hdim_q = c.hdim_v = 128;
   c.arch = "sm_90";
-  auto rejected_field = [](FmhaKernelConfig bad) {
-    try {
-      validate(bad);
-    } catch (const FieldError& e) {
-      return e.field();
-    }
-    return std::string("(accepted)");
-  };
   auto bad = c;
   bad.arch = "gfx90a";
   CHECK(rejected_field(bad) == "impl");
@@ -252,14 +258,6 @@ TEST_CASE("config: impl and tiles of the tensor-core backward", "[config]") {
   const auto tile = canonicalize(c);
   CHECK(tile.block_m == 64);
   CHECK(tile.block_n == 128);
-  auto rejected_field = [](FmhaKernelConfig bad) {
-    try {
-      validate(bad);
-    } catch (const FieldError& e) {
-      return e.field();
-    }
-    return std::string("(accepted)");
-  };
   auto bad = c;
   bad.num_warps = 2;
   CHECK(rejected_field(bad) == "num_warps");

@@ -59,6 +59,8 @@ struct Row {
   FmhaSetupResult setup;  // success = false: not run (--dry-run); config is still the canonical one
 
   Stats ms;
+  // Median milliseconds of each kernel stage (run_*'s StageHook), in launch order.
+  std::vector<std::pair<std::string, double>> stage_ms;
   double flops = 0;
   std::size_t sets = 0;
   std::size_t set_bytes = 0;
@@ -222,6 +224,34 @@ Stats time_launches(const std::function<void(std::size_t)>& launch, const BenchO
   return summarize(std::move(samples));
 }
 
+// The split per kernel stage: a second pass with an event pair around every stage. It is kept
+// apart from the headline timing so that the extra event records cannot perturb that number.
+std::vector<std::pair<std::string, double>> time_stages(
+    const std::function<void(std::size_t set, const StageHook& hook)>& launch,
+    const BenchOptions& o, std::size_t sets) {
+  std::vector<std::string> names;
+  std::vector<std::vector<std::unique_ptr<GpuTimer>>> timers(o.repeat);  // [repeat][stage]
+  std::size_t next = 0;
+  for (int r = 0; r < o.repeat; ++r) {
+    auto& t = timers[r];
+    const StageHook hook = [&](std::size_t stage, std::string_view name, void* stream) {
+      if (stage > 0) t[stage - 1]->stop(stream);
+      if (name.empty()) return;
+      if (names.size() <= stage) names.emplace_back(name);
+      t.push_back(std::make_unique<GpuTimer>());
+      t.back()->start(stream);
+    };
+    launch(next++ % sets, hook);
+  }
+  std::vector<std::pair<std::string, double>> out;
+  for (std::size_t s = 0; s < names.size(); ++s) {
+    std::vector<double> samples;
+    for (auto& t : timers) samples.push_back(t.at(s)->elapsed_ms());
+    out.emplace_back(names[s], summarize(std::move(samples)).median);
+  }
+  return out;
+}
+
 std::vector<Row> measure(const Point& pt, const BenchOptions& o, const GlobalOptions& g) {
   const FmhaProblem& p = pt.problem;
   std::vector<Row> rows;
@@ -257,13 +287,16 @@ std::vector<Row> measure(const Point& pt, const BenchOptions& o, const GlobalOpt
     Row r = make_row(pt, Family::bwd, *bwd);
     r.sets = b.sets;
     r.set_bytes = b.set_bytes;
-    r.ms = time_launches(
-        [&](std::size_t s) {
-          runner.run_bwd(p, {b.q.at(s), b.k.at(s), b.v.at(s), b.o.at(s),
-                             static_cast<const float*>(b.lse.at(s)), b.d_o.at(s), b.dq.at(s),
-                             b.dk.at(s), b.dv.at(s), b.workspace.data(), b.workspace.size()});
-        },
-        o, b.sets);
+    auto bwd_launch = [&](std::size_t s, const StageHook* hook) {
+      runner.run_bwd(p,
+                     {b.q.at(s), b.k.at(s), b.v.at(s), b.o.at(s),
+                      static_cast<const float*>(b.lse.at(s)), b.d_o.at(s), b.dq.at(s), b.dk.at(s),
+                      b.dv.at(s), b.workspace.data(), b.workspace.size()},
+                     nullptr, hook);
+    };
+    r.ms = time_launches([&](std::size_t s) { bwd_launch(s, nullptr); }, o, b.sets);
+    r.stage_ms = time_stages([&](std::size_t s, const StageHook& h) { bwd_launch(s, &h); }, o,
+                             b.sets);
     rows.push_back(std::move(r));
   }
   return rows;
@@ -299,6 +332,11 @@ nlohmann::json row_json(const Row& r, const BenchOptions& o, const std::string& 
     j["key"] = r.setup.key;
     j["source"] = std::string(to_string(r.setup.source));
     j["build_time_s"] = r.setup.build_time_s;
+    if (!r.stage_ms.empty()) {
+      nlohmann::json stages = nlohmann::json::array();
+      for (const auto& [name, ms] : r.stage_ms) stages.push_back({{"stage", name}, {"ms", ms}});
+      j["stage_ms"] = std::move(stages);
+    }
   }
   if (!r.point->origin.is_null()) j["sweep_point"] = r.point->origin;
   return j;
@@ -316,9 +354,19 @@ std::vector<Row> plan_rows(const Point& pt) {
   return rows;
 }
 
+// "dot_do_o 0.05 + dq_dk_dv 11.81 + convert_dq 0.07" (bwd), "-" where no split was measured.
+std::string stages_text(const Row& r) {
+  if (r.stage_ms.size() < 2) return "-";
+  std::string out;
+  for (const auto& [name, ms] : r.stage_ms) {
+    out += fmt::format("{}{} {:.3f}", out.empty() ? "" : " + ", name, ms);
+  }
+  return out;
+}
+
 void print_table(const std::vector<Row>& rows) {
   Table table({"DTYPE", "HDIM", "B", "HQ", "HK", "SQ", "SK", "MASK", "FAMILY", "IMPL", "MS",
-               "TFLOP/S", "SETUP"});
+               "TFLOP/S", "SETUP", "STAGES (MS)"});
   for (const auto& r : rows) {
     const FmhaProblem& p = r.point->problem;
     const bool ran = r.setup.success;
@@ -330,7 +378,8 @@ void print_table(const std::vector<Row>& rows) {
          ran ? fmt::format("{:.4f}", r.ms.median) : "-",
          ran ? fmt::format("{:.1f}", tflops(r)) : "-",
          ran ? fmt::format("{} {}", to_string(r.setup.source), human_seconds(r.setup.build_time_s))
-             : "-"});
+             : "-",
+         stages_text(r)});
   }
   table.print();
 }
