@@ -64,8 +64,12 @@ def main():
         return None
 
     fams = ["fwd", "bwd"] if a.family == "fwdbwd" else [a.family]
-    lines = [f"| dtype | hdim | seqlen | causal | B x H | family | ours ms | ours TFLOP/s | torch flash | cuDNN | ours / flash | ours / cuDNN |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+
+    def stages(r):  # the backward's split per kernel stage, from fmha-jit bench
+        st = r.get("stage_ms", [])
+        return " + ".join(f"{x['stage']} {x['ms']:.3f}" for x in st) if len(st) > 1 else ""
+    lines = [f"| dtype | hdim | seqlen | causal | B x H | family | ours ms | ours TFLOP/s | torch flash | cuDNN | ours / flash | ours / cuDNN | stages (ms) |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in ours:
         if r.get("family") not in fams or "tflops" not in r:
             continue
@@ -76,7 +80,7 @@ def main():
         lines.append(f"| {r['dtype']} | {r['hdim_q']} | {r['seqlen_q']} | {'yes' if causal_row else 'no'} | "
                      f"{r['batch']} x {r['nhead_q']} | {r['family']}{' det' if r['deterministic'] else ''} | "
                      f"{r['ms']:.3f} | {r['tflops']:.1f} | {fl if fl else 'n/a'} | {cd if cd else 'n/a'} | "
-                     f"{ratio(fl)} | {ratio(cd)} |")
+                     f"{ratio(fl)} | {ratio(cd)} | {stages(r)} |")
     table = "\n".join(lines)
     header = (f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC, "
               f"{ours[0].get('gpu', '?') if ours else '?'}; command: {' '.join(sys.argv)}\n\n")
