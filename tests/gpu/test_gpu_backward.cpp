@@ -148,3 +148,29 @@ TEST_CASE("gpu bwd: workspace sizes and a caller-provided workspace", "[gpu]") {
     CHECK(e.field() == "workspace_bytes");
   }
 }
+
+TEST_CASE("gpu bwd: the stage hook sees every launch, in order", "[gpu]") {
+  AttentionCase c{DType::bf16, 64, 64, MaskKind::none, 1, 2, 2, 100, 100};
+  FmhaKernelConfig config;
+  config.family = Family::bwd;
+  config.dtype = c.dtype;
+  config.hdim_q = config.hdim_v = 64;
+  config.arch = detect_gpu_arch();
+  const auto setup = setup_fmha_dispatcher(config);
+  REQUIRE(setup.success);
+  const FmhaProblem p = test::problem_of(c);
+  DeviceBuffer buf(1 << 20);
+  std::vector<std::pair<std::size_t, std::string>> seen;
+  const StageHook hook = [&](std::size_t stage, std::string_view name, void*) {
+    seen.emplace_back(stage, std::string(name));
+  };
+  setup.runner->run_bwd(p,
+                        {buf.data(), buf.data(), buf.data(), buf.data(),
+                         static_cast<const float*>(buf.data()), buf.data(), buf.data(), buf.data(),
+                         buf.data()},
+                        nullptr, &hook);
+  device_synchronize();
+  const std::vector<std::pair<std::size_t, std::string>> want = {
+      {0, "dot_do_o"}, {1, "dq_dk_dv"}, {2, "convert_dq"}, {3, ""}};
+  CHECK(seen == want);
+}
