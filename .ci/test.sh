@@ -14,3 +14,7 @@ ctest --preset dev -j "$jobs"
 cmake --preset asan
 cmake --build --preset asan -j "$jobs"
 ctest --preset asan -j "$jobs"
+# libFuzzer targets (clang, ASan + UBSan): one minute each from the seed corpus.
+cmake --preset fuzz
+cmake --build --preset fuzz -j "$jobs"
+tests/fuzz/run_fuzzers.sh 60

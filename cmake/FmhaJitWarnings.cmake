@@ -12,6 +12,16 @@ function(fmha_jit_set_warnings target)
   endif()
 endfunction()
 
+if(FMHA_JIT_FUZZ)
+  if(NOT CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
+    message(FATAL_ERROR "FMHA_JIT_FUZZ needs clang (libFuzzer): configure with the fuzz preset")
+  endif()
+  # Coverage instrumentation for every object the fuzzers link; the fuzzer main is linked into
+  # the fuzz executables alone (tests/fuzz/CMakeLists.txt).
+  add_compile_options(-fsanitize=fuzzer-no-link)
+  set(FMHA_JIT_SANITIZE ON)
+endif()
+
 if(FMHA_JIT_SANITIZE)
   add_compile_options(-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all)
   add_link_options(-fsanitize=address,undefined)
