@@ -96,12 +96,14 @@ FmhaKernelConfig config_from_json(const nlohmann::json& j) {
   });
   if (matched != j.size()) {
     FmhaKernelConfig probe;
-    for (const auto& [name, value] : j.items()) {
+    for (const auto& item : j.items()) {
+      // (Not a structured binding: clang 14, the fuzz build's compiler, cannot capture one.)
+      const std::string& name = item.key();
       bool known = false;
       for_each_field(probe, [&](const FieldInfo& info, auto&) { known |= info.name == name; });
       if (!known) {
-        throw FieldError(ErrorCode::invalid_config, "config field '" + name + "'", value.dump(),
-                         "fields " + accepted_field_names());
+        throw FieldError(ErrorCode::invalid_config, "config field '" + name + "'",
+                         item.value().dump(), "fields " + accepted_field_names());
       }
     }
   }
