@@ -73,8 +73,8 @@
 // then a barrier) until semaphore (b, h, m) equals the number of key tiles after n that visit m,
 // fmha_bwd_key_tiles(m).hi - 1 - n, which is computed by the same function that decides which
 // tiles a CTA visits, so it never waits for a tile that does not come. It then adds with plain
-// loads and stores, fences, and after a barrier one thread increments the semaphore (release).
-// Fixed order and fixed per-CTA arithmetic make dQ bit-identical run to run.
+// loads and stores, and after a barrier one thread fences (acq_rel, gpu scope) and increments the
+// semaphore. Fixed order and fixed per-CTA arithmetic make dQ bit-identical run to run.
 // Why decreasing: every CTA walks its query tiles upwards, and under the masks the first query
 // tile of key tile n + 1 is never below that of key tile n. So the CTA it waits for started on
 // that query tile no later than it did and is normally done with it by the time it arrives:
