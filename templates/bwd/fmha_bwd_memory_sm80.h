@@ -61,20 +61,6 @@ FMHA_DEVICE void fmha_red_add_f32x2(float* gmem, float x, float y) {
 #endif
 }
 
-// Ordered (deterministic) accumulation reads what another CTA wrote: ld.global.cg reads L2, never a
-// stale line in this SM's L1.
-FMHA_DEVICE FmhaF32x2 fmha_ld_global_cg_f32x2(const float* gmem) {
-  const float2 v = __ldcg(reinterpret_cast<const float2*>(gmem));
-  FmhaF32x2 r;
-  r.x = v.x;
-  r.y = v.y;
-  return r;
-}
-
-FMHA_DEVICE void fmha_st_global_f32x2(float* gmem, float x, float y) {
-  *reinterpret_cast<float2*>(gmem) = make_float2(x, y);
-}
-
 // Semaphores of the deterministic mode. The waiter spins with acquire loads so that everything the
 // releasing CTAs wrote before their release is visible once the count is seen. Called by one
 // thread; the caller's following barrier extends the ordering to the whole CTA.

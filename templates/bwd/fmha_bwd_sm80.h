@@ -72,9 +72,11 @@
 // decreasing key-tile order: the CTA of key tile n waits (one thread spins on an acquire load,
 // then a barrier) until semaphore (b, h, m) equals the number of key tiles after n that visit m,
 // fmha_bwd_key_tiles(m).hi - 1 - n, which is computed by the same function that decides which
-// tiles a CTA visits, so it never waits for a tile that does not come. It then adds with plain
-// loads and stores, and after a barrier one thread fences (acq_rel, gpu scope) and increments the
-// semaphore. Fixed order and fixed per-CTA arithmetic make dQ bit-identical run to run.
+// tiles a CTA visits, so it never waits for a tile that does not come. It then adds with the
+// same fp32 reductions as the atomic mode (red.global.add: no load round trip), and after a
+// barrier one thread fences (acq_rel, gpu scope: the reductions are complete) and increments the
+// semaphore. Each element thus receives its additions in a fixed order, and fp32 addition in a
+// fixed order and fixed per-CTA arithmetic make dQ bit-identical run to run.
 // Why decreasing: every CTA walks its query tiles upwards, and under the masks the first query
 // tile of key tile n + 1 is never below that of key tile n. So the CTA it waits for started on
 // that query tile no later than it did and is normally done with it by the time it arrives:

@@ -441,12 +441,10 @@ FMHA_DEVICE void fmha_bwd_sm80_dq_dk_dv(const FmhaBwdParams& p, char* smem) {
               float* dst = dq_lane + (mt * 16 + hf * 8) * kHdimQ + dp * kWarpsDC * 16 + (i % 2) * 8;
               const float x = acc_dq[mt][i][2 * hf];
               const float y = acc_dq[mt][i][2 * hf + 1];
-              if (kDeterministic) {
-                const FmhaF32x2 old = fmha_ld_global_cg_f32x2(dst);
-                fmha_st_global_f32x2(dst, old.x + x, old.y + y);
-              } else {
-                fmha_red_add_f32x2(dst, x, y);
-              }
+              // Both modes reduce in L2 (fire-and-forget, no load round trip); the
+              // deterministic one only after its predecessors' reductions are complete (the
+              // semaphore), so every element receives its fp32 additions in a fixed order.
+              fmha_red_add_f32x2(dst, x, y);
             }
           }
         }
