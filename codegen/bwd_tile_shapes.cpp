@@ -5,6 +5,7 @@
 // test compiles every shipped tile and requires 0 spill bytes.
 #include <string>
 
+#include "bwd/fmha_bwd_warp_split.h"
 #include "codegen/tile_shapes.hpp"
 #include "fmha_jit/error.hpp"
 
@@ -17,28 +18,16 @@ namespace {
 
 bool power_of_two(int x) { return x > 0 && (x & (x - 1)) == 0; }
 
-// The warp split of templates/bwd/fmha_bwd_tiles_sm80.h (FmhaBwdSm80Shape), recomputed here so
-// that a user-set tile is rejected with a message instead of a static_assert in the compile log.
-struct BwdWarpSplit {
-  int warps_n, warps_m, key_tiles, query_frags, warps_mc, warps_dc, query_tiles_c;
-  bool p_in_regs;
-};
-
-BwdWarpSplit split_of(const TileShape& t) {
-  BwdWarpSplit s{};
-  s.warps_n = t.block_n >= 16 * t.num_warps ? t.num_warps : t.block_n / 16;
-  s.warps_m = s.warps_n > 0 ? t.num_warps / s.warps_n : 0;
-  s.key_tiles = s.warps_n > 0 ? t.block_n / (16 * s.warps_n) : 0;
-  s.query_frags = s.warps_m > 0 ? t.block_m / (8 * s.warps_m) : 0;
-  s.warps_mc = t.block_m >= 16 * t.num_warps ? t.num_warps : t.block_m / 16;
-  s.warps_dc = s.warps_mc > 0 ? t.num_warps / s.warps_mc : 0;
-  s.query_tiles_c = s.warps_mc > 0 ? t.block_m / (16 * s.warps_mc) : 0;
-  s.p_in_regs = s.warps_m == 1;
-  return s;
+// The warp split comes from templates/bwd/fmha_bwd_warp_split.h, the header the kernel uses, so a
+// user-set tile is rejected here with a message instead of a static_assert in the compile log,
+// and the shared memory is sized for the split the kernel will pick.
+int warps_n_of(const TileShape& t, int hdim_q, int hdim_v) {
+  return fmha_bwd_warps_n(hdim_q, hdim_v, t.block_m, t.block_n, t.num_warps);
 }
 
 int smem_bytes(const TileShape& t, int hdim_q, int hdim_v) {
-  const bool p_in_regs = split_of(t).p_in_regs;
+  // P^T stays in registers (only dS^T goes to shared memory) when each warp owns all queries.
+  const bool p_in_regs = warps_n_of(t, hdim_q, hdim_v) == t.num_warps;
   return 2 * (t.block_n * (hdim_q + hdim_v) + t.num_stages * t.block_m * (hdim_q + hdim_v) +
               t.block_n * t.block_m * (p_in_regs ? 1 : 2)) +
          8 * t.num_stages * t.block_m;
@@ -58,9 +47,10 @@ TileShape mma_sm80_bwd_tile(const ArchInfo& arch, const FmhaKernelConfig& c) {
   } else if (hdim_q <= 96) {
     t = {64, 128, 8, 2};  // 128 query rows would add 32 registers of dP^T (spills at hdim 128)
   } else if (hdim_q <= 128) {
-    // As hdim 96 with one stage: two measured the same (H200, S 8192: 190 against 191 TFLOP/s),
-    // and at 250-255 registers the second stage's addressing spilled 4-12 bytes in 4 of the 16
-    // sm_90 variants.
+    // As hdim 96 with one stage: two measured the same or slower (H200, S 8192, session 3:
+    // 263.6 / 212.8 deterministic against 262.2 / 208.8 TFLOP/s). 128 x 128 measured 270.5 but
+    // spills 52 bytes on sm_90: dP^T of 32 keys x 64 queries is 64 registers per thread beside
+    // the 128 of dK and dV.
     t = {64, 128, 8, 1};
   }
   // hdim 256: one stage. A second does not fit sm_80's 163 KB (209 KB); on sm_90 it does but
@@ -83,32 +73,24 @@ int mma_sm80_bwd_smem_bytes(const FmhaKernelConfig& c) {
 
 void check_mma_sm80_bwd_tile(const ArchInfo& arch, const FmhaKernelConfig& c) {
   if (c.num_warps != 4 && c.num_warps != 8) reject("num_warps", c.num_warps, "0 (heuristic), 4, 8");
-  const TileShape t{c.block_m, c.block_n, c.num_warps, c.num_stages};
-  const BwdWarpSplit s = split_of(t);
-  const std::string with = " (with num_warps = " + std::to_string(c.num_warps) + ")";
-  if (c.block_n % 16 != 0 || (s.key_tiles != 1 && s.key_tiles != 2) ||
-      s.key_tiles * s.warps_n * 16 != c.block_n || s.warps_n * s.warps_m != c.num_warps ||
-      !power_of_two(s.warps_m)) {
-    reject("block_n", c.block_n,
-           "0 (heuristic), a multiple of 16 giving each warp one or two 16-key tiles: " +
-               std::to_string(16 * c.num_warps) + " or " + std::to_string(32 * c.num_warps) +
-               ", or 32, 64 with fewer key rows than warps" + with);
-  }
-  if (c.block_m % 32 != 0 || s.query_frags % 2 != 0 || !power_of_two(s.query_frags) ||
-      (s.query_tiles_c != 1 && s.query_tiles_c != 2) || !power_of_two(s.warps_dc) ||
-      s.warps_mc * s.warps_dc != c.num_warps) {
+  const std::string with = " (with num_warps = " + std::to_string(c.num_warps) +
+                           ", hdim_q = " + std::to_string(c.hdim_q) +
+                           ", hdim_v = " + std::to_string(c.hdim_v) + ")";
+  // Phase C splits the queries over the warps in 16-row tiles (one or two per warp).
+  if (c.block_m % 32 != 0 || !power_of_two(c.block_m) ||
+      fmha_bwd_warps_mc(c.hdim_q, c.block_m, c.block_n, c.num_warps) == 0) {
     reject("block_m", c.block_m,
-           "0 (heuristic), 32, 64 or 128 (a power-of-two multiple of 32 that gives every warp "
-           "whole 16-row query tiles)" +
+           "0 (heuristic), 32, 64 or 128: a power-of-two multiple of 32 that gives every warp "
+           "one or two whole 16-row query tiles and whole 16-column head-dim pairs" +
                with);
   }
-  const int dq_pairs = s.warps_dc > 0 ? c.hdim_q / (16 * s.warps_dc) : 0;
-  if (c.hdim_q % (16 * s.warps_m) != 0 || c.hdim_v % (16 * s.warps_m) != 0 ||
-      c.hdim_q % (16 * s.warps_dc) != 0 || (dq_pairs > 4 && dq_pairs % 2 != 0)) {
-    reject("num_warps", c.num_warps,
-           "a warp split that divides the head dims into 16-column pairs (this tile splits "
-           "them over " +
-               std::to_string(s.warps_m) + " and " + std::to_string(s.warps_dc) + " warps)");
+  // Phases A and B split the keys over the warps in 16-row tiles (one or two per warp).
+  const TileShape t{c.block_m, c.block_n, c.num_warps, c.num_stages};
+  if (c.block_n % 16 != 0 || warps_n_of(t, c.hdim_q, c.hdim_v) == 0) {
+    reject("block_n", c.block_n,
+           "0 (heuristic), a multiple of 16 that some split of the warps turns into one or two "
+           "16-key tiles per warp with whole query fragments and head-dim pairs, e.g. " +
+               std::to_string(16 * c.num_warps) + " or " + std::to_string(8 * c.num_warps) + with);
   }
   check_stages_and_smem(arch, c, mma_sm80_bwd_smem_bytes(c));
 }

@@ -64,11 +64,15 @@ FMHA_DEVICE void fmha_red_add_f32x2(float* gmem, float x, float y) {
 // Semaphores of the deterministic mode. The waiter spins with acquire loads so that everything the
 // releasing CTAs wrote before their release is visible once the count is seen. Called by one
 // thread; the caller's following barrier extends the ordering to the whole CTA.
-FMHA_DEVICE void fmha_semaphore_wait_eq(const int* sem, int count) {
+FMHA_DEVICE int fmha_semaphore_poll(const int* sem) {
   int v;
-  do {
-    asm volatile("ld.acquire.gpu.global.b32 %0, [%1];\n" : "=r"(v) : "l"(sem) : "memory");
-  } while (v != count);
+  asm volatile("ld.acquire.gpu.global.b32 %0, [%1];\n" : "=r"(v) : "l"(sem) : "memory");
+  return v;
+}
+
+FMHA_DEVICE void fmha_semaphore_wait_eq(const int* sem, int count) {
+  while (fmha_semaphore_poll(sem) != count) {
+  }
 }
 
 // Called by one thread after a CTA barrier that follows every thread's additions: the barrier

@@ -13,9 +13,9 @@
 //               + kStages * kBlockM * (kHdimQ + kHdimV)      Q and dO stages
 //               + kBlockN * kBlockM * (kPInRegs ? 1 : 2))    dS^T (and P^T) tiles
 //          + 8 * kStages * kBlockM                           LSE and D stages
-//        with kPInRegs = (kBlockN >= 16 * kNumWarps). Over 48 KB the host must raise
-//        CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES. Writes p.d_k and p.d_v (Element) and
-//        adds dS K (unscaled) into p.dq_accum.
+//        with kPInRegs when each warp owns all queries of its keys (fmha_bwd_warp_split.h). Over
+//        48 KB the host must raise CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES. Writes p.d_k
+//        and p.d_v (Element) and adds dS K (unscaled) into p.dq_accum.
 //   3. fmha_bwd_sm80_convert_dq grid (ceil(Sq / kBlockM), Hq, B), no dynamic shared memory.
 //        dQ = scale * dq_accum, rounded to Element, into p.d_q (the scale is applied here, once
 //        per element, rather than to every partial sum of stage 2).
@@ -26,24 +26,24 @@
 //
 // Recommended tiles (kBlockM, kBlockN, kNumWarps, kStages) [dynamic shared memory], with stage 2's
 // registers (ptxas, min..max over fp16/bf16 x 4 masks x deterministic on/off, sm_80 and sm_90;
-// stages 1 and 3 use <= 34). sm_80 allows 163 KB per CTA, sm_90 227 KB. Registers bound these
-// tiles, not shared memory: dK and dV live in registers for the whole CTA, (Dq + Dv) / 2 fp32 per
-// thread when a warp owns 16 keys and the full head dim; phase A adds dP^T (kBlockM / 2) and one
-// 32-query part of S^T (16); phase C dQ (in halves from hdim 192). All run 8 warps: one CTA per SM
-// (> 128 registers); key tiles of 128 halve, against 64, both the dq_accum reduction traffic and
-// the Q / dO re-reads per key.
+// stages 1 and 3 use <= 34). sm_80 allows 163 KB per CTA, sm_90 227 KB. The warp split inside a
+// tile (fmha_bwd_warp_split.h) is the one that reads the fewest shared-memory bytes per warp:
+// this kernel is bound by shared-memory reads, and that choice alone measured +14 % at hdim 128
+// (H200, S 8192: 230.5 -> 263.6 TFLOP/s). Registers bound the tiles: dK and dV live in registers
+// for the whole CTA, (Dq + Dv) / 2 fp32 per thread whatever the split; phase A adds dP^T and one
+// part of S^T, phase C dQ (in halves when large). All run 8 warps: one CTA per SM (> 128
+// registers); key tiles of 128 halve, against 64, both the dq_accum reduction traffic and the
+// Q / dO re-reads per key.
 //   hdim     tile               regs      why
-//   32/32    128,128,8,2 [82K]   170..182  P in registers; 128-query tiles halve the barriers
+//   32/32    128,128,8,2 [82K]   171..185  P in registers; 128-query tiles halve the barriers
 //                                          and semaphore round trips per key tile
-//   64/64    128,128,8,2 [130K]  206..213  as 32/32 (FA2 uses the same tile)
-//   96/96    64,128,8,2 [113K]   208..212  128 queries would add 32 registers of dP^T
-//   128/128  64,128,8,1 [113K]   250..255  dK + dV alone are 128 registers (FA2's tile); two
-//                                          stages measured the same and spilled on sm_90
-//   192/128  64,64,8,2 [137K]    165..168  16 keys x the full head dim would need 160 registers
-//                                          of dK + dV: 8 warps on 64 keys split the head dim in
-//                                          two instead (P^T, dS^T through shared memory)
-//   192/192  64,64,8,2 [161K]    192..198  as 192/128; the second stage just fits sm_80
-//   256/256  64,64,8,1 [145K]    224..232  one stage, also on sm_90 where two fit [209K]: there
+//   64/64    128,128,8,2 [162K]  225..236  as 32/32 (FA2 uses the same tile)
+//   96/96    64,128,8,2 [129K]   226..231  128 queries would add 32 registers of dP^T
+//   128/128  64,128,8,1 [129K]   249..255  dK + dV alone are 128 registers (FA2's tile); two
+//                                          stages measured the same, 128 x 128 spilled
+//   192/128  64,64,8,2 [137K]    167..196  beside dK + dV, only 64 keys leave room for dP^T
+//   192/192  64,64,8,2 [161K]    200..219  as 192/128; the second stage just fits sm_80
+//   256/256  64,64,8,1 [145K]    237..246  one stage, also on sm_90 where two fit [209K]: there
 //                                          two measured 131 against 153 TFLOP/s (H200, S 8192)
 // None spills or has a stack frame. With 2 stages the next Q / dO tile loads during a whole
 // iteration, with 1 only during phase C.
@@ -62,8 +62,9 @@
 //      (kPInRegs) P^T and dS^T never leave registers; otherwise they pass through shared memory
 //      and the warps split the head dimension instead.
 //   C. dQ = dS K from dS^T in shared memory (ldmatrix.trans), warps split queries x head dim (in
-//      two halves of the head dim when a warp has more than 64 columns), added to dq_accum: fp32
-//      reductions (red.global.add) when !kDeterministic, else in a fixed order (below).
+//      two halves of the head dim when a warp would hold more than 32 accumulators), added to
+//      dq_accum: fp32 reductions (red.global.add) in both modes, in the deterministic one in a
+//      fixed order (below).
 // Copies: commit groups [K V] [tile 0] ... [tile kStages-1], then one group per iteration, issued
 // as soon as phase B no longer reads the slot, so it overlaps phase C (and, with 2+ stages, the
 // whole next iteration).
@@ -73,23 +74,22 @@
 // then a barrier) until semaphore (b, h, m) equals the number of key tiles after n that visit m,
 // fmha_bwd_key_tiles(m).hi - 1 - n, which is computed by the same function that decides which
 // tiles a CTA visits, so it never waits for a tile that does not come. It then adds with the
-// same fp32 reductions as the atomic mode (red.global.add: no load round trip), and after a
-// barrier one thread fences (acq_rel, gpu scope: the reductions are complete) and increments the
-// semaphore. Each element thus receives its additions in a fixed order, and fp32 addition in a
-// fixed order and fixed per-CTA arithmetic make dQ bit-identical run to run.
-// Why decreasing: every CTA walks its query tiles upwards, and under the masks the first query
-// tile of key tile n + 1 is never below that of key tile n. So the CTA it waits for started on
-// that query tile no later than it did and is normally done with it by the time it arrives:
-// with causal masks, increasing order made key tile n wait for tiles 0..n-1 to reach its
-// diagonal first and halved the throughput (H200, hdim 128, S 8192: 90 against 179 TFLOP/s).
-// For that the CTAs of one (kv head, batch) take their key tiles in reverse, n = num_n - 1 -
-// blockIdx.x, in this mode.
-// No deadlock: a CTA only waits for CTAs of the same (kv head, batch), i.e. the same blockIdx.y/z,
-// and higher key tiles, i.e. lower blockIdx.x, hence lower linear block index. The hardware
-// dispatches CTAs in linear index order (FlashAttention-3's deterministic mode relies on the
-// same), so when a CTA waits, every CTA it waits for is resident or finished; the lowest-index
-// unfinished resident CTA waits only for finished ones, so it always progresses, finishes and
-// frees its slot, by induction.
+// same fp32 reductions as the atomic mode (red.global.add: no load round trip); after the next
+// CTA barrier (the top of its next iteration, or the epilogue's) one thread fences (acq_rel, gpu
+// scope: the reductions are complete) and increments the semaphore. Each element thus receives its
+// additions in a fixed order, and fp32 addition in a fixed order and fixed per-CTA arithmetic make
+// dQ bit-identical run to run. Why decreasing: every CTA walks its query tiles upwards, and under
+// the masks the first query tile of key tile n + 1 is never below that of key tile n. So the CTA it
+// waits for started on that query tile no later than it did and is normally done with it by the
+// time it arrives: with causal masks, increasing order made key tile n wait for tiles 0..n-1 to
+// reach its diagonal first and halved the throughput (H200, hdim 128, S 8192: 90 against 179
+// TFLOP/s). For that the CTAs of one (kv head, batch) take their key tiles in reverse, n = num_n -
+// 1 - blockIdx.x, in this mode. No deadlock: a CTA only waits for CTAs of the same (kv head,
+// batch), i.e. the same blockIdx.y/z, and higher key tiles, i.e. lower blockIdx.x, hence lower
+// linear block index. The hardware dispatches CTAs in linear index order (FlashAttention-3's
+// deterministic mode relies on the same), so when a CTA waits, every CTA it waits for is resident
+// or finished; the lowest-index unfinished resident CTA waits only for finished ones, so it always
+// progresses, finishes and frees its slot, by induction.
 #pragma once
 
 #include "bwd/fmha_bwd_memory_sm80.h"

@@ -13,6 +13,10 @@
 #include "common/platform.h"
 #include "common/softmax.h"
 
+#ifndef FMHA_BWD_EARLY_POLL
+#define FMHA_BWD_EARLY_POLL 1
+#endif
+
 // Copies the valid rows of a staged 16-bit tile to global memory in whole 16-byte chunks.
 template <class Tile, int kThreads, class Element>
 FMHA_DEVICE void fmha_bwd_store_tile(unsigned smem, Element* gmem, fmha_index_t row_stride,
@@ -225,6 +229,9 @@ FMHA_DEVICE void fmha_bwd_sm80_dq_dk_dv(const FmhaBwdParams& p, char* smem) {
   }
   const float scale_log2 = f.scale_log2;
 
+  // Deterministic mode: the semaphore of the previous iteration's query tile, released one
+  // barrier later (below) rather than behind a barrier of its own.
+  int* pending_release = nullptr;
   int slot = 0;
   for (int it = 0; it < num_iters; ++it) {
     const int g = it / m_count;
@@ -233,6 +240,14 @@ FMHA_DEVICE void fmha_bwd_sm80_dq_dk_dv(const FmhaBwdParams& p, char* smem) {
     const int m0 = m_block * kBlockM;
     fmha_cp_async_wait<kStages - 1>();  // tile `it` (and K, V) landed for this thread ...
     fmha_sync_threads();  // ... and for all; the previous phase C no longer reads dS^T
+    // The barrier above follows every thread's additions of the previous iteration, so thread 0
+    // can release their query tile now. Its gpu fence waits until those reductions are complete
+    // in L2; only warp 0 waits for it, while the other warps start phase A (a barrier of its own
+    // before the release, as first written, stalled the whole CTA on that round trip every
+    // iteration).
+    if (kDeterministic && tid == 0 && pending_release != nullptr) {
+      fmha_semaphore_release_inc(pending_release);
+    }
 
     // Element-wise mask unless every valid row of the query tile sees every key of the tile (this
     // includes the partial last key tile, whose zero-filled keys must get P = 0).
@@ -322,6 +337,16 @@ FMHA_DEVICE void fmha_bwd_sm80_dq_dk_dv(const FmhaBwdParams& p, char* smem) {
     }
     if (!kPInRegs) fmha_sync_threads();  // P^T and dS^T of all query columns are in place
 
+    // Deterministic mode: the semaphore of this query tile and the count to wait for (see the
+    // protocol in fmha_bwd_sm80.h); polled once ahead of the dQ GEMM, below.
+    int* sem = kDeterministic
+                   ? p.semaphores + (static_cast<fmha_index_t>(b) * f.nhead_q + h) * num_m + m_block
+                   : nullptr;
+    int sem_seen = -1;
+#if FMHA_BWD_EARLY_POLL == 2
+    if (kDeterministic && tid == 0) sem_seen = fmha_semaphore_poll(sem);
+#endif
+
     // ---- Phase B: dV += P^T dO, dK += dS^T Q.
     {
       const FmhaFragAddr<DoTile> dot = fmha_bwd_fresh(do_t, slot * DoTile::kBytes);
@@ -388,9 +413,9 @@ FMHA_DEVICE void fmha_bwd_sm80_dq_dk_dv(const FmhaBwdParams& p, char* smem) {
     const int rows_valid = f.seqlen_q - m0;
     // This lane's first element; the others are at compile-time offsets from it.
     float* dq_lane = dq_rows + (mr0 + (lane >> 2)) * kHdimQ + warp_dc * 16 + (lane & 3) * 2;
-    int* sem = kDeterministic
-                   ? p.semaphores + (static_cast<fmha_index_t>(b) * f.nhead_q + h) * num_m + m_block
-                   : nullptr;
+#if FMHA_BWD_EARLY_POLL == 1
+    if (kDeterministic && tid == 0) sem_seen = fmha_semaphore_poll(sem);
+#endif
 #pragma unroll
     for (int part = 0; part < kSplitC; ++part) {
       float acc_dq[kMC][2 * kDQPP][4];
@@ -425,8 +450,9 @@ FMHA_DEVICE void fmha_bwd_sm80_dq_dk_dv(const FmhaBwdParams& p, char* smem) {
       // have added theirs.
       if (kDeterministic && part == 0) {
         if (tid == 0) {
-          fmha_semaphore_wait_eq(
-              sem, fmha_bwd_key_tiles<kMaskKind, kBlockM, kBlockN>(m_block, f).hi - 1 - n_block);
+          const int count =
+              fmha_bwd_key_tiles<kMaskKind, kBlockM, kBlockN>(m_block, f).hi - 1 - n_block;
+          if (sem_seen != count) fmha_semaphore_wait_eq(sem, count);
         }
         fmha_sync_threads();
       }
@@ -450,16 +476,16 @@ FMHA_DEVICE void fmha_bwd_sm80_dq_dk_dv(const FmhaBwdParams& p, char* smem) {
         }
       }
     }
-    if (kDeterministic) {
-      fmha_sync_threads();  // every thread's additions are issued before the release
-      if (tid == 0) fmha_semaphore_release_inc(sem);
-    }
+    pending_release = sem;
     slot = slot + 1 == kStages ? 0 : slot + 1;
   }
 
   // Epilogue: dK (scaled) and dV staged as 16-bit through the K and V tiles, then written out.
   fmha_cp_async_wait<0>();
-  fmha_sync_threads();  // every warp is done with K and V
+  fmha_sync_threads();  // every warp is done with K and V (and has issued its last additions)
+  if (kDeterministic && tid == 0 && pending_release != nullptr) {
+    fmha_semaphore_release_inc(pending_release);
+  }
   const float scale = f.scale;
 #pragma unroll
   for (int kt = 0; kt < kKT; ++kt) {

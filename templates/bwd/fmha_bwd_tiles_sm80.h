@@ -3,6 +3,7 @@
 // geometry shared by the skip test and the semaphore counts of the deterministic mode.
 #pragma once
 
+#include "bwd/fmha_bwd_warp_split.h"
 #include "common/copy_sm80.h"
 #include "common/fmha_params.h"
 #include "common/mask.h"
@@ -13,23 +14,25 @@ template <int kHdimQ, int kHdimV, int kBlockM, int kBlockN, int kNumWarps, int k
 struct FmhaBwdSm80Shape {
   enum {
     kThreads = kNumWarps * 32,
-    // Phases A and B: warps split the keys into k16 row blocks first.
-    kWarpsN = kBlockN >= 16 * kNumWarps ? kNumWarps : kBlockN / 16,
+    // Phases A and B: warps split the keys, then the queries (A) / the head dim (B); the split
+    // is chosen by fmha_bwd_warp_split.h.
+    kWarpsN = fmha_bwd_warps_n(kHdimQ, kHdimV, kBlockM, kBlockN, kNumWarps),
     kWarpsM = kNumWarps / kWarpsN,   // phase A: split of the queries; phase B: of the head dim
     kKT = kBlockN / (16 * kWarpsN),  // m16 key tiles per warp
     kQT = kBlockM / (8 * kWarpsM),   // n8 query fragments per key tile in phase A
     kPInRegs = kWarpsM == 1,
     kDKP = kHdimQ / (16 * kWarpsM),  // 16-column pairs of dK per warp
     kDVP = kHdimV / (16 * kWarpsM),
-    // Phase C: warps split the queries into k16 row blocks first, then the head dim.
-    kWarpsMC = kBlockM >= 16 * kNumWarps ? kNumWarps : kBlockM / 16,
+    // Phase C: warps split the queries, then the head dim (fmha_bwd_warp_split.h).
+    kWarpsMC = fmha_bwd_warps_mc(kHdimQ, kBlockM, kBlockN, kNumWarps),
     kWarpsDC = kNumWarps / kWarpsMC,
     kMC = kBlockM / (16 * kWarpsMC),
     kDQP = kHdimQ / (16 * kWarpsDC),
     // S^T is computed in parts of at most 32 query columns per warp (see phase A).
     kSplitS = kQT > 4 ? kQT / 4 : 1,
-    // dQ is computed in two halves of the warp's head-dim pairs when it has more than 4 (phase C).
-    kSplitC = kDQP > 4 ? 2 : 1,
+    // dQ is computed in two halves of the warp's head-dim pairs when it has more than 4 pairs'
+    // worth of accumulators (phase C).
+    kSplitC = fmha_bwd_dq_parts(kHdimQ, kBlockM, kNumWarps, kWarpsMC),
     // Unroll factors of the k loops of phases A and C (fmha_bwd_gemm_t explains why not fully);
     // by 2 spilled at hdim 128 on sm_80 (before the S^T split); not re-tuned without a GPU.
     kUnrollA = 1,

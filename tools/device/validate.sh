@@ -5,7 +5,7 @@
 # .carry/anchor_sdpa.py copied from ../shared/tools; .carry/cache optionally warmed with
 # `FMHA_JIT_CACHE_DIR=.carry/cache fmha-jit prebuild configs/gpu-tests.json`). Logs go to $OUT.
 #   STEPS            which steps, in this order (default: all of them)
-#   SANITIZER_TOOLS  compute-sanitizer tools (default: memcheck racecheck)
+#   SANITIZER_TOOLS  compute-sanitizer tools (default: memcheck racecheck synccheck)
 set -uo pipefail
 export LD_LIBRARY_PATH="$PWD/.carry/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
 export FMHA_JIT_CACHE_DIR=/tmp/fmha-jit-cache
@@ -56,19 +56,21 @@ verify() {
   done
 }
 npy() { mkdir -p /tmp/npy && guard 120 python3 tools/device/npy_roundtrip.py $bin/fmha-jit /tmp/npy; }
+# compute-sanitizer over the forward and both backward modes at odd shapes: seqlen 1, 17 x 145,
+# 130 x 77 and 1000 x 999, GQA, every mask kind (issue 6). Each run checks its result too.
 sanitizer() {
-  for tool in ${SANITIZER_TOOLS-memcheck racecheck}; do
-    for args in "--family fwd --hdim-q 128 --mask causal-br --seqlen-q 17 --seqlen-k 45" \
-                "--family fwd --hdim-q 64 --mask window:5,3 --seqlen-q 130 --seqlen-k 77" \
-                "--family fwd --hdim-q 256 --mask none --seqlen-q 1 --seqlen-k 1" \
-                "--family fwd --hdim-q 192 --hdim-v 128 --mask causal --seqlen-q 200" \
-                "--family bwd --hdim-q 128 --mask causal-br --seqlen-q 17 --seqlen-k 145" \
-                "--family bwd --hdim-q 64 --mask window:5,3 --seqlen-q 130 --seqlen-k 77 --deterministic" \
-                "--family bwd --hdim-q 256 --mask none --seqlen-q 1 --seqlen-k 1 --deterministic" \
-                "--family bwd --hdim-q 192 --hdim-v 128 --mask causal --seqlen-q 200"; do
-      guard 120 compute-sanitizer --tool $tool --error-exitcode 9 $bin/fmha-jit run \
-        --dtype bf16 --batch 2 --nhead-q 4 --nhead-k 2 $args --verify 2>&1 | tail -3
-      echo "sanitizer $tool [$args] rc=${PIPESTATUS[0]}"
+  local shapes=(
+    "--hdim-q 256 --mask none --seqlen-q 1 --seqlen-k 1 --nhead-q 2 --nhead-k 1"
+    "--hdim-q 128 --mask causal-br --seqlen-q 17 --seqlen-k 145 --nhead-q 4 --nhead-k 2"
+    "--hdim-q 192 --hdim-v 128 --mask causal --seqlen-q 130 --seqlen-k 77 --nhead-q 2"
+    "--hdim-q 64 --mask window:64,16 --seqlen-q 1000 --seqlen-k 999 --nhead-q 4 --nhead-k 1 --layout bshd")
+  for tool in ${SANITIZER_TOOLS-memcheck racecheck synccheck}; do
+    for mode in "--family fwd" "--family bwd" "--family bwd --deterministic"; do
+      for shape in "${shapes[@]}"; do
+        guard 120 compute-sanitizer --tool $tool --error-exitcode 9 $bin/fmha-jit run \
+          --dtype bf16 --batch 1 $mode $shape --verify 2>&1 | tail -2
+        echo "sanitizer $tool [$mode $shape] rc=${PIPESTATUS[0]}"
+      done
     done
   done
 }

@@ -1,0 +1,158 @@
+#!/usr/bin/env python3
+"""The full benchmark grid of the performance issue, ours against PyTorch, in ONE device call.
+
+Runs, one after the other on the same machine state:
+  1. `fmha-jit bench --sweep` over the grid: forward, backward, deterministic backward;
+  2. anchor_sdpa.py (../shared/tools): torch flash (FA2) and cuDNN, forward and backward;
+  3. anchor_sdpa.py --deterministic --backend flash: torch flash's deterministic backward;
+  4. anchor_gqa.py: torch on the GQA rows (32 query heads on 8 kv heads, hdim 128);
+then writes <out>.md (the BENCHMARKS.md tables) and <out>.json (every row).
+
+Grid (FlashAttention's convention): dtype bf16, fp16; hdim 64, 128, 256; seqlen 512, 2048, 8192,
+16384; causal and not; batch = tokens / seqlen, heads = model_dim / hdim; plus GQA 32:8 at
+hdim 128 with batch = tokens / seqlen.
+
+  python3 tools/bench/grid_vs_torch.py --fmha-jit .carry/bin/fmha-jit \\
+      --anchor .carry/anchor_sdpa.py --out $OUT/grid
+"""
+import argparse, datetime, json, os, subprocess, sys
+
+
+def run(cmd):
+    print("+ " + " ".join(cmd), file=sys.stderr, flush=True)
+    return subprocess.run(cmd, check=True, stdout=subprocess.PIPE, text=True).stdout
+
+
+def fmt(x, spec=".1f"):
+    return format(x, spec) if isinstance(x, (int, float)) else "n/a"
+
+
+def ratio(a, b):
+    return f"{a / b:.2f}" if isinstance(a, (int, float)) and isinstance(b, (int, float)) and b else "n/a"
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--fmha-jit", required=True)
+    p.add_argument("--anchor", required=True, help="anchor_sdpa.py")
+    p.add_argument("--gqa-anchor", default=os.path.join(os.path.dirname(__file__), "anchor_gqa.py"))
+    p.add_argument("--dtype", nargs="+", default=["bf16", "fp16"])
+    p.add_argument("--hdim", nargs="+", type=int, default=[64, 128, 256])
+    p.add_argument("--seqlen", nargs="+", type=int, default=[512, 2048, 8192, 16384])
+    p.add_argument("--gqa", default="32:8", help="Hq:Hk of the GQA rows at hdim 128 ('' for none)")
+    p.add_argument("--tokens", type=int, default=16384)
+    p.add_argument("--model-dim", type=int, default=2048)
+    p.add_argument("--repeat", type=int, default=10)
+    p.add_argument("--warmup", type=int, default=3)
+    p.add_argument("--out", required=True, help="prefix of the files written")
+    a = p.parse_args()
+
+    grid = {"dtype": a.dtype, "hdim": a.hdim, "seqlen": a.seqlen, "causal": [False, True],
+            "tokens": a.tokens, "model_dim": a.model_dim}
+    sweep = [dict(grid, family="fwd"), dict(grid, family="bwd"),
+             dict(grid, family="bwd", deterministic=True)]
+    hq = hk = None
+    if a.gqa:
+        hq, hk = map(int, a.gqa.split(":"))
+        gqa = {"dtype": a.dtype, "hdim": 128, "seqlen": a.seqlen, "causal": [False, True],
+               "tokens": a.tokens, "nhead_q": hq, "nhead_k": hk}
+        sweep += [dict(gqa, family="fwd"), dict(gqa, family="bwd"),
+                  dict(gqa, family="bwd", deterministic=True)]
+    sweep_file = a.out + "_sweep.json"
+    with open(sweep_file, "w") as f:
+        json.dump(sweep, f)
+    common = ["--reps", str(a.repeat), "--warmup", str(a.warmup)]
+    shape = ["--dtype", *a.dtype, "--hdim", *map(str, a.hdim), "--seqlen", *map(str, a.seqlen),
+             "--causal", "both", "--tokens", str(a.tokens), "--model-dim", str(a.model_dim)]
+
+    ours = json.loads(run([a.fmha_jit, "bench", "--sweep", sweep_file, "--json", "--repeat",
+                           str(a.repeat), "--warmup", str(a.warmup)]))
+    with open(a.out + "_ours.json", "w") as f:  # kept even if a later step fails
+        json.dump(ours, f)
+    run([sys.executable, a.anchor, *shape, *common, "--json", a.out + "_torch.json"])
+    run([sys.executable, a.anchor, *shape, *common, "--backend", "flash", "--deterministic",
+         "--json", a.out + "_torch_det.json"])
+    torch_rows = json.load(open(a.out + "_torch.json"))
+    det_rows = json.load(open(a.out + "_torch_det.json"))
+    gqa_rows = []
+    if a.gqa:
+        run([sys.executable, a.gqa_anchor, "--dtype", *a.dtype, "--hdim", "128", "--nhead-q", str(hq),
+             "--nhead-k", str(hk), "--seqlen", *map(str, a.seqlen), "--tokens", str(a.tokens),
+             *common, "--json", a.out + "_torch_gqa.json"])
+        gqa_rows = json.load(open(a.out + "_torch_gqa.json"))
+
+    tdt = {"bf16": "bfloat16", "fp16": "float16"}
+
+    def torch_value(rows, backend, dtype, hdim, seqlen, causal, fam, gqa=False):
+        for r in rows:
+            if (r["backend"], r["dtype"], r["hdim"], r["seqlen"], r["causal"]) != (
+                    backend, tdt[dtype], hdim, seqlen, causal) or "error" in r:
+                continue
+            return r.get(fam + "_tflops"), r.get("how", "")
+        return None, ""
+
+    def ours_value(family, det, dtype, hdim, seqlen, causal, nhead_k=None):
+        for r in ours:
+            if (r.get("family"), bool(r.get("deterministic")), r["dtype"], r["hdim_q"], r["seqlen_q"],
+                    r["sweep_point"]["causal"]) != (family, det, dtype, hdim, seqlen, causal):
+                continue
+            if (nhead_k is None) != (r["nhead_k"] == r["nhead_q"]):
+                continue
+            return r.get("tflops")
+        return None
+
+    lines = []
+    head = ("| dtype | hdim | seqlen | causal | B x Hq:Hk | fwd ours | flash | cuDNN | /flash | /cuDNN "
+            "| bwd ours | flash | cuDNN | /flash | /cuDNN | det ours | flash det | /flash det | det/bwd |")
+    sep = "|" + "---|" * (head.count("|") - 1)
+    lines += [head, sep]
+    for dt in a.dtype:
+        for hd in a.hdim:
+            for s in a.seqlen:
+                for c in (False, True):
+                    b, h = max(1, a.tokens // s), max(1, a.model_dim // hd)
+                    f_o = ours_value("fwd", False, dt, hd, s, c)
+                    b_o = ours_value("bwd", False, dt, hd, s, c)
+                    d_o = ours_value("bwd", True, dt, hd, s, c)
+                    f_fl, _ = torch_value(torch_rows, "flash", dt, hd, s, c, "fwd")
+                    f_cd, _ = torch_value(torch_rows, "cudnn", dt, hd, s, c, "fwd")
+                    b_fl, _ = torch_value(torch_rows, "flash", dt, hd, s, c, "bwd")
+                    b_cd, _ = torch_value(torch_rows, "cudnn", dt, hd, s, c, "bwd")
+                    d_fl, _ = torch_value(det_rows, "flash", dt, hd, s, c, "bwd")
+                    lines.append(
+                        f"| {dt} | {hd} | {s} | {'yes' if c else 'no'} | {b} x {h}:{h} | {fmt(f_o)} | "
+                        f"{fmt(f_fl)} | {fmt(f_cd)} | {ratio(f_o, f_fl)} | {ratio(f_o, f_cd)} | {fmt(b_o)} | "
+                        f"{fmt(b_fl)} | {fmt(b_cd)} | {ratio(b_o, b_fl)} | {ratio(b_o, b_cd)} | {fmt(d_o)} | "
+                        f"{fmt(d_fl)} | {ratio(d_o, d_fl)} | {ratio(d_o, b_o)} |")
+    if a.gqa:
+        lines += ["", "GQA (torch: `enable_gqa=True`, or K/V expanded where a backend refuses it; "
+                  "torch flash det = n/a, anchor_gqa.py has no deterministic mode):", "", head, sep]
+        for dt in a.dtype:
+            for s in a.seqlen:
+                for c in (False, True):
+                    b = max(1, a.tokens // s)
+                    f_o = ours_value("fwd", False, dt, 128, s, c, hk)
+                    b_o = ours_value("bwd", False, dt, 128, s, c, hk)
+                    d_o = ours_value("bwd", True, dt, 128, s, c, hk)
+                    f_fl, how_f = torch_value(gqa_rows, "flash", dt, 128, s, c, "fwd")
+                    f_cd, how_c = torch_value(gqa_rows, "cudnn", dt, 128, s, c, "fwd")
+                    b_fl, _ = torch_value(gqa_rows, "flash", dt, 128, s, c, "bwd")
+                    b_cd, _ = torch_value(gqa_rows, "cudnn", dt, 128, s, c, "bwd")
+                    mark = lambda how: " (expanded)" if how == "expanded" else ""
+                    lines.append(
+                        f"| {dt} | 128 | {s} | {'yes' if c else 'no'} | {b} x {hq}:{hk} | {fmt(f_o)} | "
+                        f"{fmt(f_fl)}{mark(how_f)} | {fmt(f_cd)}{mark(how_c)} | {ratio(f_o, f_fl)} | "
+                        f"{ratio(f_o, f_cd)} | {fmt(b_o)} | {fmt(b_fl)} | {fmt(b_cd)} | {ratio(b_o, b_fl)} | "
+                        f"{ratio(b_o, b_cd)} | {fmt(d_o)} | n/a | n/a | {ratio(d_o, b_o)} |")
+    header = (f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC, "
+              f"{ours[0].get('gpu', '?') if ours else '?'}; command: {' '.join(sys.argv)}\n\n")
+    with open(a.out + ".md", "w") as f:
+        f.write(header + "\n".join(lines) + "\n")
+    with open(a.out + ".json", "w") as f:
+        json.dump({"ours": ours, "torch": torch_rows, "torch_det": det_rows, "torch_gqa": gqa_rows}, f,
+                  indent=1)
+    print(header + "\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()
