@@ -31,7 +31,16 @@ TileShape mma_sm80_fwd_tile(const ArchInfo& arch, const FmhaKernelConfig& c) {
   // read from shared memory over two m16 tiles; where O and S no longer fit in registers at 32
   // rows per warp, 8 warps of 16 rows each. TFLOP/s quoted are bf16, S 8192, H200, non-causal.
   const int hdim_q = c.hdim_q, hdim_v = c.hdim_v;
-  TileShape t{128, 64, 8, 1};  // hdim 256: O alone is 128 registers; a 2nd stage measured equal
+  // hdim 256: O alone is 128 registers, so 16 rows per warp. Where two CTAs of 64 x 64 with
+  // 4 warps fit on an SM (2 x 96 KB: sm_90, not sm_80's 163 KB), those: the same 8 warps per SM
+  // as one 128 x 64 CTA of 8, but the two CTAs' barriers are independent, so one's softmax
+  // overlaps the other's GEMMs (FA2's choice; H200, S 8192: 323.5 against 279.9 TFLOP/s, same
+  // HMMA and shared-memory traffic per ncu, session 4). Else 128 x 64 with 8 warps (a second
+  // stage measured equal).
+  TileShape t{128, 64, 8, 1};
+  if (2 * smem_bytes({64, 64, 4, 1}, hdim_q, hdim_v) <= arch.max_smem_per_block_bytes) {
+    t = {64, 64, 4, 1};
+  }
   if (hdim_q <= 32) {
     t = {128, 128, 4, 2};  // long key tiles spread the per-tile softmax cost
   } else if (hdim_q <= 64) {

@@ -45,16 +45,21 @@ FMHA_DEVICE void fmha_st_global_f32x4(void* gmem, float x, float y, float z, flo
                : "memory");
 }
 
-// The dQ accumulation below uses the compiler's intrinsics rather than inline PTX: a thread issues
-// dozens of them per tile at constant offsets from one row pointer, and only the compiler can fold
-// those offsets into the instructions (as inline asm operands, each address took its own 64-bit
-// register pair, 64 extra registers at hdim 192).
+// The dQ accumulation: a thread issues dozens of additions per tile at constant offsets from one
+// row pointer. Before sm_90 they are the compiler's atomicAdd, so that the offsets fold into the
+// instructions (as inline asm operands in an earlier layout, each address took its own 64-bit
+// register pair, 64 extra registers at hdim 192); on sm_90 inline PTX, see below, which the
+// current phase-C address scheme keeps at 0 spills in every variant (rtc test).
 
-// gmem[0] += x, gmem[1] += y; the results are unused, so these compile to reductions (RED). sm_90
-// has a vector form, halving the requests; gmem must be 8-byte aligned.
+// gmem[0] += x, gmem[1] += y, results unused; gmem must be 8-byte aligned. sm_90 has a vector
+// reduction, halving the requests. Written as PTX `red` there: the compiler's float2 atomicAdd
+// becomes `atom` with result registers in PTX, which ptxas turned into a fire-and-forget RED in
+// the atomic mode but kept as ATOMG in the deterministic one (H200, ncu: 33.6 M ATOMG), each
+// holding its result registers for an L2 round trip.
 FMHA_DEVICE void fmha_red_add_f32x2(float* gmem, float x, float y) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  atomicAdd(reinterpret_cast<float2*>(gmem), make_float2(x, y));
+  asm volatile("red.relaxed.gpu.global.add.v2.f32 [%0], {%1, %2};\n" ::"l"(gmem), "f"(x), "f"(y)
+               : "memory");
 #else
   atomicAdd(gmem, x);
   atomicAdd(gmem + 1, y);
