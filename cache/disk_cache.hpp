@@ -85,6 +85,10 @@ class DiskCache {
     int bad = 0;
     int removed = 0;
     std::vector<std::string> problems;  // "<key>: <why>"
+    // Folders of installs or removals cut short by a killed process (.staging-*, .trash-*); with
+    // fix, those no live process is using are deleted.
+    int leftovers = 0;
+    int leftovers_removed = 0;
   };
   VerifyReport verify(bool fix);
   // Removes every entry and lock; returns the number of entries removed.
@@ -99,6 +103,8 @@ class DiskCache {
   std::filesystem::path entries_dir() const { return version_dir() / "entries"; }
   std::filesystem::path lock_path(const std::string& key) const;
   void warn_unwritable_once() const;
+  // Deletes the staging folders of `key` (the caller holds its lock); returns how many.
+  int remove_staging_leftovers(const std::string& key);
 
   std::filesystem::path root_;
   std::optional<std::uint64_t> max_bytes_;
