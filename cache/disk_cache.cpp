@@ -168,6 +168,18 @@ void DiskCache::warn_unwritable_once() const {
   }
 }
 
+void DiskCache::warn_no_locks_once(const std::string& why) const {
+  static std::mutex mutex;
+  static std::set<std::string> warned;
+  std::lock_guard lock(mutex);
+  if (warned.insert(root_.string()).second) {
+    spdlog::warn(
+        "kernel cache {} has no file locks ({}); entries are still stored atomically, "
+        "but processes may compile the same kernel at the same time",
+        root_.string(), why);
+  }
+}
+
 DiskCache::Obtained DiskCache::get_or_build(const std::string& key, const Expectation& expect,
                                             const std::function<EntryFiles()>& produce) {
   LoadResult first = load(key, expect);
@@ -181,6 +193,20 @@ DiskCache::Obtained DiskCache::get_or_build(const std::string& key, const Expect
     return {produce(), true, false};
   }
   FileLock lock(lock_path(key), lock_timeout());
+  if (!lock.locked() && lock.unsupported()) {
+    // No locks on this filesystem (NFSv3 without lockd): still store, since the install is one
+    // atomic rename that readers verify. What is lost is only the once-per-key guarantee:
+    // processes that miss at the same time each compile the key.
+    warn_no_locks_once(lock.error());
+    Obtained out{produce(), true, false};
+    try {
+      store(out.entry);
+      out.stored = true;
+    } catch (const Error& e) {
+      spdlog::warn("cache entry {} not stored ({}); using it from memory", key, e.what());
+    }
+    return out;
+  }
   if (!lock.locked()) {
     spdlog::warn("cache lock for {} not taken ({}); compiling without storing", key, lock.error());
     return {produce(), true, false};

@@ -68,7 +68,7 @@ class DiskCache {
   };
   // load(); on a miss take the key's lock, load again, else produce(), store and evict. On an
   // unwritable cache, or when the lock cannot be had in time, compiles without storing (one warning
-  // per process and root).
+  // per process and root). On a filesystem without flock (ENOLCK), compiles and stores unlocked.
   Obtained get_or_build(const std::string& key, const Expectation& expect,
                         const std::function<EntryFiles()>& produce);
 
@@ -103,6 +103,7 @@ class DiskCache {
   std::filesystem::path entries_dir() const { return version_dir() / "entries"; }
   std::filesystem::path lock_path(const std::string& key) const;
   void warn_unwritable_once() const;
+  void warn_no_locks_once(const std::string& why) const;
   // Deletes the staging folders of `key` (the caller holds its lock); returns how many.
   int remove_staging_leftovers(const std::string& key);
 

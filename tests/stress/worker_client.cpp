@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -56,7 +57,10 @@ Worker spawn_worker(const std::vector<std::string>& args, const std::vector<std:
   Worker w;
   w.stdout_path = out_prefix.string() + ".out";
   w.stderr_path = out_prefix.string() + ".err";
-  std::vector<std::string> argv_strings{FMHA_JIT_STRESS_WORKER};
+  // FMHA_JIT_STRESS_WORKER in the environment names another build of the worker (long runs from a
+  // copy of the binaries while the build folder changes).
+  const char* exe = std::getenv("FMHA_JIT_STRESS_WORKER");
+  std::vector<std::string> argv_strings{exe && *exe ? exe : FMHA_JIT_STRESS_WORKER};
   argv_strings.insert(argv_strings.end(), args.begin(), args.end());
   std::vector<char*> argv;
   for (auto& a : argv_strings) argv.push_back(a.data());
