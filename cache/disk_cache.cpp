@@ -51,7 +51,27 @@ std::uint64_t folder_bytes(const fs::path& dir) {
   return total;
 }
 
+bool starts_with(const fs::path& p, std::string_view prefix) {
+  return p.filename().native().starts_with(prefix);
+}
+
 }  // namespace
+
+int DiskCache::remove_staging_leftovers(const std::string& key) {
+  // Staging folders are named .staging-<key>-<unique>; only the holder of the key's lock stages
+  // that key, so under the lock every such folder belongs to a process that died mid-install.
+  const fs::path shard = entry_dir(key).parent_path();
+  const std::string prefix = ".staging-" + key + "-";
+  int removed = 0;
+  std::error_code ec;
+  for (const auto& f : fs::directory_iterator(shard, ec)) {
+    if (!starts_with(f.path(), prefix)) continue;
+    std::error_code rm_ec;
+    fs::remove_all(f.path(), rm_ec);
+    removed += !rm_ec;
+  }
+  return removed;
+}
 
 DiskCache::DiskCache(fs::path root, std::optional<std::uint64_t> max_bytes)
     : root_(std::move(root)), max_bytes_(max_bytes) {
@@ -148,6 +168,18 @@ void DiskCache::warn_unwritable_once() const {
   }
 }
 
+void DiskCache::warn_no_locks_once(const std::string& why) const {
+  static std::mutex mutex;
+  static std::set<std::string> warned;
+  std::lock_guard lock(mutex);
+  if (warned.insert(root_.string()).second) {
+    spdlog::warn(
+        "kernel cache {} has no file locks ({}); entries are still stored atomically, "
+        "but processes may compile the same kernel at the same time",
+        root_.string(), why);
+  }
+}
+
 DiskCache::Obtained DiskCache::get_or_build(const std::string& key, const Expectation& expect,
                                             const std::function<EntryFiles()>& produce) {
   LoadResult first = load(key, expect);
@@ -161,9 +193,27 @@ DiskCache::Obtained DiskCache::get_or_build(const std::string& key, const Expect
     return {produce(), true, false};
   }
   FileLock lock(lock_path(key), lock_timeout());
+  if (!lock.locked() && lock.unsupported()) {
+    // No locks on this filesystem (NFSv3 without lockd): still store, since the install is one
+    // atomic rename that readers verify. What is lost is only the once-per-key guarantee:
+    // processes that miss at the same time each compile the key.
+    warn_no_locks_once(lock.error());
+    Obtained out{produce(), true, false};
+    try {
+      store(out.entry);
+      out.stored = true;
+    } catch (const Error& e) {
+      spdlog::warn("cache entry {} not stored ({}); using it from memory", key, e.what());
+    }
+    return out;
+  }
   if (!lock.locked()) {
     spdlog::warn("cache lock for {} not taken ({}); compiling without storing", key, lock.error());
     return {produce(), true, false};
+  }
+  if (const int n = remove_staging_leftovers(key)) {
+    spdlog::warn("removed {} unfinished install(s) of cache entry {} left by killed processes", n,
+                 key);
   }
   // Check again: another process may have finished this key while we waited for the lock.
   LoadResult second = load(key, expect);
@@ -222,6 +272,7 @@ bool DiskCache::install(const EntryFiles& entry) {
   if (!is_key(m.key)) throw Error(ErrorCode::cache_error, "malformed key " + m.key);
   FileLock lock(lock_path(m.key), lock_timeout());
   if (!lock.locked()) throw Error(ErrorCode::cache_error, lock.error());
+  remove_staging_leftovers(m.key);
   if (load(m.key, {m.arch, m.compiler_id, m.compiler_version}).entry) return false;
   store(entry);
   return true;
@@ -285,6 +336,37 @@ DiskCache::VerifyReport DiskCache::verify(bool fix) {
       }
       remove_dir(entry_dir(info.key));
       ++report.removed;
+    }
+  }
+  // Folders of installs and removals that were cut short (SIGKILL, power loss): invisible to
+  // load() and list(), but they take space that eviction does not see.
+  std::error_code ec;
+  for (const auto& shard : fs::directory_iterator(entries_dir(), ec)) {
+    std::error_code shard_ec;
+    std::vector<fs::path> trash;
+    std::vector<std::string> staged_keys;
+    for (const auto& f : fs::directory_iterator(shard.path(), shard_ec)) {
+      const std::string name = f.path().filename().string();
+      if (starts_with(f.path(), ".trash-")) trash.push_back(f.path());
+      if (starts_with(f.path(), ".staging-") && is_key(name.substr(9, 32))) {
+        staged_keys.push_back(name.substr(9, 32));
+      }
+    }
+    report.leftovers += static_cast<int>(trash.size() + staged_keys.size());
+    if (!fix) continue;
+    // A trash folder is already unlinked from its key: nobody reads it, and removing it while
+    // its owner does the same is harmless.
+    for (const auto& t : trash) {
+      std::error_code rm_ec;
+      fs::remove_all(t, rm_ec);
+      report.leftovers_removed += !rm_ec;
+    }
+    std::sort(staged_keys.begin(), staged_keys.end());
+    staged_keys.erase(std::unique(staged_keys.begin(), staged_keys.end()), staged_keys.end());
+    for (const auto& key : staged_keys) {
+      // A staging folder whose key's lock is held may be a live install: leave it.
+      FileLock lock(lock_path(key), std::chrono::milliseconds(0));
+      if (lock.locked()) report.leftovers_removed += remove_staging_leftovers(key);
     }
   }
   return report;

@@ -68,7 +68,7 @@ class DiskCache {
   };
   // load(); on a miss take the key's lock, load again, else produce(), store and evict. On an
   // unwritable cache, or when the lock cannot be had in time, compiles without storing (one warning
-  // per process and root).
+  // per process and root). On a filesystem without flock (ENOLCK), compiles and stores unlocked.
   Obtained get_or_build(const std::string& key, const Expectation& expect,
                         const std::function<EntryFiles()>& produce);
 
@@ -85,6 +85,10 @@ class DiskCache {
     int bad = 0;
     int removed = 0;
     std::vector<std::string> problems;  // "<key>: <why>"
+    // Folders of installs or removals cut short by a killed process (.staging-*, .trash-*); with
+    // fix, those no live process is using are deleted.
+    int leftovers = 0;
+    int leftovers_removed = 0;
   };
   VerifyReport verify(bool fix);
   // Removes every entry and lock; returns the number of entries removed.
@@ -99,6 +103,9 @@ class DiskCache {
   std::filesystem::path entries_dir() const { return version_dir() / "entries"; }
   std::filesystem::path lock_path(const std::string& key) const;
   void warn_unwritable_once() const;
+  void warn_no_locks_once(const std::string& why) const;
+  // Deletes the staging folders of `key` (the caller holds its lock); returns how many.
+  int remove_staging_leftovers(const std::string& key);
 
   std::filesystem::path root_;
   std::optional<std::uint64_t> max_bytes_;

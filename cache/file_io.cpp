@@ -38,7 +38,8 @@ std::optional<std::vector<std::uint8_t>> read_file(const fs::path& path) {
 void write_file_durably(const fs::path& path, std::span<const std::uint8_t> data) {
   const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) {
-    throw Error(ErrorCode::io_error, "cannot create " + path.string() + ": " + std::strerror(errno));
+    throw Error(ErrorCode::io_error,
+                "cannot create " + path.string() + ": " + std::strerror(errno));
   }
   auto fail = [&](const char* what) {
     const int err = errno;
@@ -107,6 +108,7 @@ FileLock::FileLock(const fs::path& path, std::chrono::milliseconds timeout) {
       return;
     }
     if (errno != EWOULDBLOCK && errno != EINTR) {
+      unsupported_ = errno == ENOLCK || errno == ENOSYS || errno == EOPNOTSUPP;
       error_ = "flock " + path.string() + ": " + std::strerror(errno);
       break;
     }

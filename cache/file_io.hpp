@@ -40,9 +40,14 @@ class FileLock {
   FileLock& operator=(const FileLock&) = delete;
   bool locked() const { return fd_ >= 0; }
   const std::string& error() const { return error_; }
+  // The filesystem refuses flock itself (ENOLCK: NFSv3 without a lock daemon; ENOSYS, EOPNOTSUPP:
+  // some FUSE and network filesystems), as opposed to a lock that is held or a file that cannot be
+  // created: waiting would not help.
+  bool unsupported() const { return unsupported_; }
 
  private:
   int fd_ = -1;
+  bool unsupported_ = false;
   std::string error_;
 };
 

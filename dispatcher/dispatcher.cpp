@@ -60,6 +60,33 @@ std::string save_failed_compile(const fs::path& root, const KeyedConfig& k, cons
   return "(not saved: no writable folder)";
 }
 
+// Read on every compile, set by tests: a shared_ptr swapped under a mutex so that an observer can
+// be replaced while other threads are inside a compile.
+std::mutex observer_mutex;
+std::shared_ptr<const CompileObserver> compile_observer;
+
+std::shared_ptr<const CompileObserver> current_observer() {
+  std::lock_guard lock(observer_mutex);
+  return compile_observer;
+}
+
+// Tells the observer (if any) that a compile of `key` begins, and that it ended on destruction.
+class ObservedCompile {
+ public:
+  explicit ObservedCompile(const std::string& key) : key_(key), observer_(current_observer()) {
+    if (observer_) (*observer_)(key_, false);
+  }
+  ~ObservedCompile() {
+    if (observer_) (*observer_)(key_, true);
+  }
+  ObservedCompile(const ObservedCompile&) = delete;
+  ObservedCompile& operator=(const ObservedCompile&) = delete;
+
+ private:
+  const std::string& key_;
+  std::shared_ptr<const CompileObserver> observer_;
+};
+
 cache::EntryFiles compile_entry(const KeyedConfig& k, const fs::path& root) {
   const auto& compiler = codegen::rtc::compiler_for(k.canonical.arch);
   codegen::rtc::CompileRequest request;
@@ -71,6 +98,7 @@ cache::EntryFiles compile_entry(const KeyedConfig& k, const fs::path& root) {
   request.options = k.inputs.options;
   codegen::rtc::CompileOutput out;
   try {
+    ObservedCompile observed(k.key);
     out = compiler.compile(request);
   } catch (const CompileError& e) {
     const std::string path = save_failed_compile(root, k, e);
@@ -132,6 +160,12 @@ Obtained obtain_kernel(const FmhaKernelConfig& config, const fs::path& cache_roo
         k.key, k.canonical, std::move(got.entry.manifest), std::move(got.entry.binary)});
   });
   return {std::move(kernel), source};
+}
+
+void set_compile_observer(CompileObserver observer) {
+  auto next = observer ? std::make_shared<const CompileObserver>(std::move(observer)) : nullptr;
+  std::lock_guard lock(observer_mutex);
+  compile_observer = std::move(next);
 }
 
 void clear_memory_cache() {

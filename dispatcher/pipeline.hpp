@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -45,5 +46,12 @@ Obtained obtain_kernel(const FmhaKernelConfig& config, const std::filesystem::pa
 
 // Empties the in-process caches (tests and benchmarks of the disk path).
 void clear_memory_cache();
+
+// Observes the RTC compiles of this process: called on the compiling thread with finished = false
+// just before a key is compiled and with finished = true right after (also when the compile
+// failed). The stress tests count compiles per key and measure their overlap with it; an empty
+// function (the default) removes the observer. It must not call back into the pipeline.
+using CompileObserver = std::function<void(const std::string& key, bool finished)>;
+void set_compile_observer(CompileObserver observer);
 
 }  // namespace fmha_jit::dispatch

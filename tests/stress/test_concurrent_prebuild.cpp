@@ -39,13 +39,14 @@ TEST_CASE("stress: 8 processes prebuilding one config set into one empty cache",
   std::vector<std::thread> launchers;
   for (int i = 0; i < kProcesses; ++i) {
     launchers.emplace_back([&, i] {
-      results[i] = test::run_command(std::string(FMHA_JIT_CLI) + " prebuild --json -j 2 --cache-dir '" +
-                                     cache_dir.string() + "' '" + sweep.string() + "' 2>/dev/null");
+      results[i] =
+          test::run_command(std::string(FMHA_JIT_CLI) + " prebuild --json -j 2 --cache-dir '" +
+                            cache_dir.string() + "' '" + sweep.string() + "' 2>/dev/null");
     });
   }
   for (auto& t : launchers) t.join();
 
-  std::map<std::string, int> compiles;               // key -> processes that compiled it
+  std::map<std::string, int> compiles;                // key -> processes that compiled it
   std::map<std::string, std::set<std::string>> seen;  // key -> binary checksums loaded
   for (int i = 0; i < kProcesses; ++i) {
     INFO("process " << i << " output: " << results[i].output);

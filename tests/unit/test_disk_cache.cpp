@@ -308,3 +308,33 @@ TEST_CASE("atomic write: replaces whole files and leaves no temporaries", "[cach
   CHECK(std::distance(fs::directory_iterator(tmp.path()), fs::directory_iterator()) == 1);
   CHECK_THROWS_AS(write_file_atomically(tmp.path() / "missing" / "f", a), Error);
 }
+
+TEST_CASE("disk cache: installs cut short by a killed process are cleaned up", "[cache]") {
+  test::TempDir tmp;
+  DiskCache cache(tmp.path());
+  const auto key = make_key(30), other = make_key(31);
+  const auto shard = cache.entry_dir(key).parent_path();
+  fs::create_directories(shard);
+  // What SIGKILL leaves: a staging folder mid-install and a trash folder mid-removal.
+  fs::create_directories(shard / (".staging-" + key + "-123-4-5-6"));
+  std::ofstream(shard / (".staging-" + key + "-123-4-5-6") / "kernel.cubin") << "partial";
+  fs::create_directories(shard / ".trash-123-4-5-7");
+  const auto other_shard = cache.entry_dir(other).parent_path();
+  fs::create_directories(other_shard / (".staging-" + other + "-9-9-9-9"));
+  auto report = cache.verify(false);
+  CHECK(report.leftovers == 3);
+  CHECK(report.leftovers_removed == 0);
+  CHECK(report.bad == 0);
+  {
+    // A staging folder whose key is locked may be a live install: verify --fix leaves it.
+    FileLock held(cache.version_dir() / "locks" / (other + ".lock"), std::chrono::milliseconds(0));
+    REQUIRE(held.locked());
+    report = cache.verify(true);
+    CHECK(report.leftovers_removed == 2);
+    CHECK(fs::exists(other_shard / (".staging-" + other + "-9-9-9-9")));
+  }
+  // The next compile of a key, under its lock, removes that key's leftovers itself.
+  CHECK(builds_for(cache, other) == 1);
+  CHECK_FALSE(fs::exists(other_shard / (".staging-" + other + "-9-9-9-9")));
+  CHECK(cache.verify(false).leftovers == 0);
+}

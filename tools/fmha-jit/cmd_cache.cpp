@@ -71,6 +71,11 @@ void run_verify(bool fix, const GlobalOptions& g) {
   for (const auto& p : report.problems) fmt::print("bad: {}\n", p);
   if (!g.quiet) {
     fmt::print("{} ok, {} bad, {} removed\n", report.ok, report.bad, report.removed);
+    // Not an error: what a killed install leaves is never read, only takes space.
+    if (report.leftovers > 0) {
+      fmt::print("{} folders of interrupted installs, {} removed{}\n", report.leftovers,
+                 report.leftovers_removed, fix ? "" : " (`--fix` removes them)");
+    }
   }
   if (report.bad > 0 && !fix) {
     throw CommandFailed(

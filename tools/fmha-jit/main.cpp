@@ -62,7 +62,9 @@ int main(int argc, char** argv) {
 
   CLI::App app{"Prebuild, inspect and ship the fused-attention JIT kernel cache.", "fmha-jit"};
   app.set_version_flag("--version", FMHA_JIT_VERSION);
-  app.require_subcommand(1);
+  // At most one; "none" is reported after parsing, so that an unknown word or flag is named as
+  // such instead of CLI11's "A subcommand is required".
+  app.require_subcommand(0, 1);
 
   GlobalOptions g;
   try {
@@ -86,6 +88,11 @@ int main(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
+  }
+  if (app.get_subcommands().empty()) {
+    std::string names;
+    for (const auto& c : commands) names += (names.empty() ? "" : ", ") + c.app->get_name();
+    return app.exit(CLI::RequiredError("A command (one of: " + names + ")"));
   }
   if (g.verbose) spdlog::set_level(spdlog::level::debug);
   if (g.quiet) spdlog::set_level(spdlog::level::warn);
