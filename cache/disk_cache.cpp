@@ -198,14 +198,7 @@ DiskCache::Obtained DiskCache::get_or_build(const std::string& key, const Expect
     // atomic rename that readers verify. What is lost is only the once-per-key guarantee:
     // processes that miss at the same time each compile the key.
     warn_no_locks_once(lock.error());
-    Obtained out{produce(), true, false};
-    try {
-      store(out.entry);
-      out.stored = true;
-    } catch (const Error& e) {
-      spdlog::warn("cache entry {} not stored ({}); using it from memory", key, e.what());
-    }
-    return out;
+    return produce_and_store(key, produce);
   }
   if (!lock.locked()) {
     spdlog::warn("cache lock for {} not taken ({}); compiling without storing", key, lock.error());
@@ -222,6 +215,13 @@ DiskCache::Obtained DiskCache::get_or_build(const std::string& key, const Expect
     spdlog::warn("cache entry {} rejected ({}); removing and rebuilding", key, second.rejected);
     remove_dir(entry_dir(key));
   }
+  Obtained out = produce_and_store(key, produce);
+  if (out.stored) evict(key);
+  return out;
+}
+
+DiskCache::Obtained DiskCache::produce_and_store(const std::string& key,
+                                                 const std::function<EntryFiles()>& produce) {
   Obtained out{produce(), true, false};
   try {
     store(out.entry);
@@ -229,7 +229,6 @@ DiskCache::Obtained DiskCache::get_or_build(const std::string& key, const Expect
   } catch (const Error& e) {
     spdlog::warn("cache entry {} not stored ({}); using it from memory", key, e.what());
   }
-  if (out.stored) evict(key);
   return out;
 }
 

@@ -104,6 +104,8 @@ class DiskCache {
   std::filesystem::path lock_path(const std::string& key) const;
   void warn_unwritable_once() const;
   void warn_no_locks_once(const std::string& why) const;
+  // produce(), then store() it; a failed store (disk full, ...) warns and keeps it in memory.
+  Obtained produce_and_store(const std::string& key, const std::function<EntryFiles()>& produce);
   // Deletes the staging folders of `key` (the caller holds its lock); returns how many.
   int remove_staging_leftovers(const std::string& key);
 
