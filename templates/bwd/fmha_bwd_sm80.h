@@ -71,25 +71,33 @@
 //
 // Deterministic mode. dq_accum of (b, h, query tile m) receives the key tiles' contributions in
 // decreasing key-tile order: the CTA of key tile n waits (one thread spins on an acquire load,
-// then a barrier) until semaphore (b, h, m) equals the number of key tiles after n that visit m,
-// fmha_bwd_key_tiles(m).hi - 1 - n, which is computed by the same function that decides which
-// tiles a CTA visits, so it never waits for a tile that does not come. It then adds with the
-// same fp32 reductions as the atomic mode (red.global.add: no load round trip); after the next
-// CTA barrier (the top of its next iteration, or the epilogue's) one thread fences (acq_rel, gpu
-// scope: the reductions are complete) and increments the semaphore. Each element thus receives its
-// additions in a fixed order, and fp32 addition in a fixed order and fixed per-CTA arithmetic make
-// dQ bit-identical run to run. Why decreasing: every CTA walks its query tiles upwards, and under
-// the masks the first query tile of key tile n + 1 is never below that of key tile n. So the CTA it
-// waits for started on that query tile no later than it did and is normally done with it by the
-// time it arrives: with causal masks, increasing order made key tile n wait for tiles 0..n-1 to
-// reach its diagonal first and halved the throughput (H200, hdim 128, S 8192: 90 against 179
-// TFLOP/s). For that the CTAs of one (kv head, batch) take their key tiles in reverse, n = num_n -
-// 1 - blockIdx.x, in this mode. No deadlock: a CTA only waits for CTAs of the same (kv head,
-// batch), i.e. the same blockIdx.y/z, and higher key tiles, i.e. lower blockIdx.x, hence lower
-// linear block index. The hardware dispatches CTAs in linear index order (FlashAttention-3's
-// deterministic mode relies on the same), so when a CTA waits, every CTA it waits for is resident
-// or finished; the lowest-index unfinished resident CTA waits only for finished ones, so it always
-// progresses, finishes and frees its slot, by induction.
+// then a barrier; per warp under causal masks, below) until semaphore (b, h, m) equals the number
+// of key tiles after n that visit m, fmha_bwd_key_tiles(m).hi - 1 - n, which is computed by the
+// same function that decides which tiles a CTA visits, so it never waits for a tile that does not
+// come. It then adds with the same fp32 reductions as the atomic mode (red.global.add: no load
+// round trip); after the next CTA barrier (the top of its next iteration, or the epilogue's) one
+// thread fences (acq_rel, gpu scope: the reductions are complete) and increments the semaphore.
+// Each element thus receives its additions in a fixed order, and fp32 addition in a fixed order and
+// fixed per-CTA arithmetic make dQ bit-identical run to run. Why decreasing: every CTA walks its
+// query tiles upwards, and under the masks the first query tile of key tile n + 1 is never below
+// that of key tile n. So the CTA it waits for started on that query tile no later than it did and
+// is normally done with it by the time it arrives: with causal masks, increasing order made key
+// tile n wait for tiles 0..n-1 to reach its diagonal first and halved the throughput (H200, hdim
+// 128, S 8192: 90 against 179 TFLOP/s). For that the CTAs of one (kv head, batch) take their key
+// tiles in reverse, n = num_n - 1 - blockIdx.x, in this mode. No deadlock: a CTA only waits for
+// CTAs of the same (kv head, batch), i.e. the same blockIdx.y/z, and higher key tiles, i.e. lower
+// blockIdx.x, hence lower linear block index. The hardware dispatches CTAs in linear index order
+// (FlashAttention-3's deterministic mode relies on the same), so when a CTA waits, every CTA it
+// waits for is resident or finished; the lowest-index unfinished resident CTA waits only for
+// finished ones, so it always progresses, finishes and frees its slot, by induction. Causal masks
+// (kLateRelease): the release moves one phase later, to the barrier after the next iteration's
+// phase B, where the fence finds the reductions long complete instead of stalling warp 0 on their
+// round trip; and each warp polls and waits for itself (lane 0 spins, then __syncwarp) instead of
+// the whole CTA behind thread 0. Either alone gained nothing; together, at
+// S 8192, +6 % (hdim 128: 226.7 -> 239.7 TFLOP/s), +8 % (hdim 256), +3 % (hdim 64) (H200, session
+// 5, call 3). Not without a mask: there every CTA of a (kv head, batch) starts on query tile 0 at
+// once, the later release lengthens the chain each tile's additions wait through, and S 2048 lost
+// 8-21 %. Waits and releases only move, so the order and the no-deadlock argument are unchanged.
 #pragma once
 
 #include "bwd/fmha_bwd_memory_sm80.h"

@@ -41,13 +41,52 @@ FMHA_DEVICE Addr fmha_bwd_fresh(Addr a, unsigned offset) {
   return a;
 }
 
+// The fragment address of a run-time 16-byte chunk c0 along the rows of a swizzled tile, as a
+// fresh base for compile-time chunks c0 + 2i below. Valid when c0 is a multiple of 2U and
+// 2U divides Tile::kW (i < U): then the chunk's XOR pattern splits into c0's (applied here, once)
+// and i's (an immediate in at()), and c0's block of kW chunks is a multiple of kBlockBytes, whose
+// addition never touches the swizzled low bits.
+template <class Tile>
+FMHA_DEVICE FmhaFragAddr<Tile> fmha_bwd_at_chunk(FmhaFragAddr<Tile> a, int c0) {
+  a.base = fmha_opaque((a.base ^ static_cast<unsigned>(((c0 % Tile::kW) / 2) * 32)) +
+                       static_cast<unsigned>((c0 / Tile::kW) * Tile::kBlockBytes));
+  return a;
+}
+
+// The same for a run-time row r0 (a multiple of 8, so the swizzle pattern is unchanged): a fresh
+// base for compile-time rows r0 + r below.
+template <class Tile>
+FMHA_DEVICE FmhaFragAddr<Tile> fmha_bwd_at_row(FmhaFragAddr<Tile> a, int r0) {
+  a.base = fmha_opaque(a.base + static_cast<unsigned>(r0 * (Tile::kW * 16)));
+  return a;
+}
+
+// k16 steps per group of an unrolled-by-group k loop: kMax, halved until it divides the step count
+// and a swizzle period (kW / 2 steps of two chunks), so that every address inside a group is the
+// group's base plus an immediate (fmha_bwd_at_chunk).
+template <class Tile, int kSteps, int kMax,
+          bool kFits = kMax == 1 || (kSteps % kMax == 0 && (Tile::kW / 2) % kMax == 0)>
+struct FmhaBwdGroupSteps {
+  enum { value = kMax };
+};
+template <class Tile, int kSteps, int kMax>
+struct FmhaBwdGroupSteps<Tile, kSteps, kMax, false> {
+  enum { value = FmhaBwdGroupSteps<Tile, kSteps, kMax / 2>::value };
+};
+
 // acc[kt][nt] = A B^T over kKSteps k16 steps: A rows (keys) from a [key][d] tile, B rows (queries)
 // from a [query][d] tile, both plain ldmatrix; each B fragment pair feeds every key tile. The k
-// loop is unrolled by two only: fully unrolled, ptxas issues the fragment loads of all k steps
-// up front and the register file overflows (hdim 192: 86 registers for phase A become 250+).
+// loop runs in groups of kGroup steps, unrolled inside a group and not across groups: fully
+// unrolled, ptxas issues the fragment loads of all k steps up front and the register file
+// overflows (hdim 192: 86 registers for phase A become 250+); not unrolled, every step recomputes
+// its swizzled addresses and pays the loop's branch and counters (BENCHMARKS.md: 29-54 % more
+// instructions than FA2). Each group's bases are opaque, so no load is hoisted across groups.
 template <class Mma, int kKT, int kQT, int kKSteps, int kUnroll, class AAddr, class BAddr>
 FMHA_DEVICE void fmha_bwd_gemm_t(float (&acc)[kKT][kQT][4], const AAddr& a_addr,
                                  const BAddr& b_addr) {
+  enum { kGroup = FmhaBwdGroupSteps<typename AAddr::TileType, kKSteps, kUnroll>::value };
+  static_assert(static_cast<int>(AAddr::TileType::kW) == static_cast<int>(BAddr::TileType::kW),
+                "A and B tiles share the k extent, hence the swizzle period");
 #pragma unroll
   for (int kt = 0; kt < kKT; ++kt) {
 #pragma unroll
@@ -56,19 +95,24 @@ FMHA_DEVICE void fmha_bwd_gemm_t(float (&acc)[kKT][kQT][4], const AAddr& a_addr,
       for (int e = 0; e < 4; ++e) acc[kt][nt][e] = 0.f;
     }
   }
-#pragma unroll kUnroll
-  for (int ks = 0; ks < kKSteps; ++ks) {
-    unsigned a[kKT][4];
+#pragma unroll 1
+  for (int k0 = 0; k0 < kKSteps; k0 += kGroup) {
+    const AAddr ag = fmha_bwd_at_chunk(a_addr, 2 * k0);
+    const BAddr bg = fmha_bwd_at_chunk(b_addr, 2 * k0);
 #pragma unroll
-    for (int kt = 0; kt < kKT; ++kt) fmha_ldmatrix_x4(a[kt], a_addr.at(kt * 16, ks * 2));
+    for (int ks = 0; ks < kGroup; ++ks) {
+      unsigned a[kKT][4];
 #pragma unroll
-    for (int np = 0; np < kQT / 2; ++np) {
-      unsigned bf[4];
-      fmha_ldmatrix_x4(bf, b_addr.at(np * 16, ks * 2));
+      for (int kt = 0; kt < kKT; ++kt) fmha_ldmatrix_x4(a[kt], ag.at(kt * 16, ks * 2));
 #pragma unroll
-      for (int kt = 0; kt < kKT; ++kt) {
-        Mma::mma(acc[kt][2 * np], a[kt], bf[0], bf[1]);
-        Mma::mma(acc[kt][2 * np + 1], a[kt], bf[2], bf[3]);
+      for (int np = 0; np < kQT / 2; ++np) {
+        unsigned bf[4];
+        fmha_ldmatrix_x4(bf, bg.at(np * 16, ks * 2));
+#pragma unroll
+        for (int kt = 0; kt < kKT; ++kt) {
+          Mma::mma(acc[kt][2 * np], a[kt], bf[0], bf[1]);
+          Mma::mma(acc[kt][2 * np + 1], a[kt], bf[2], bf[3]);
+        }
       }
     }
   }
@@ -98,6 +142,13 @@ FMHA_DEVICE void fmha_bwd_sm80_dq_dk_dv(const FmhaBwdParams& p, char* smem) {
     kMC = Shape::kMC,
     kDQP = Shape::kDQP,
     kKSteps = kBlockM / 16,  // k16 steps over the queries (phase B)
+    kUnrollA = kMaskKind == FMHA_MASK_NONE ? Shape::kUnrollANoMask : Shape::kUnrollA,
+    // Deterministic mode under causal masks: release a query tile's semaphore one phase later and
+    // wait per warp (fmha_bwd_sm80.h, "Deterministic mode"). Measured on the 8-warp tiles only;
+    // the 4-warp 32 x 32 tile of hdim 192 for the 99 KB archs spilled 24 bytes with it.
+    kLateRelease =
+        kDeterministic && kNumWarps == 8 &&
+        (kMaskKind == FMHA_MASK_CAUSAL_TOP_LEFT || kMaskKind == FMHA_MASK_CAUSAL_BOTTOM_RIGHT),
     kSplitS = Shape::kSplitS,
     kQTS = kQT / kSplitS,  // n8 fragments of S^T per part
     kSplitC = Shape::kSplitC,
@@ -245,7 +296,7 @@ FMHA_DEVICE void fmha_bwd_sm80_dq_dk_dv(const FmhaBwdParams& p, char* smem) {
     // in L2; only warp 0 waits for it, while the other warps start phase A (a barrier of its own
     // before the release, as first written, stalled the whole CTA on that round trip every
     // iteration).
-    if (kDeterministic && tid == 0 && pending_release != nullptr) {
+    if (kDeterministic && !kLateRelease && tid == 0 && pending_release != nullptr) {
       fmha_semaphore_release_inc(pending_release);
     }
 
@@ -259,7 +310,7 @@ FMHA_DEVICE void fmha_bwd_sm80_dq_dk_dv(const FmhaBwdParams& p, char* smem) {
     // into P and dS and packed to 16 bits as soon as it exists: fp32 S^T / P^T never exists for
     // more than one part at a time, which is what keeps the 128-column tiles under 255 registers.
     float acc_dp[kKT][kQT][4];
-    fmha_bwd_gemm_t<Mma, kKT, kQT, kHdimV / 16, Shape::kUnrollA>(
+    fmha_bwd_gemm_t<Mma, kKT, kQT, kHdimV / 16, kUnrollA>(
         acc_dp, fmha_bwd_fresh(v_a, 0), fmha_bwd_fresh(do_b, slot * DoTile::kBytes));
 
     // Element-wise mask bounds, per key row of this lane, relative to the lane's first column
@@ -272,8 +323,8 @@ FMHA_DEVICE void fmha_bwd_sm80_dq_dk_dv(const FmhaBwdParams& p, char* smem) {
       for (int hf = 0; hf < 2; ++hf) {
         const FmhaKeyRange qr =
             fmha_bwd_key_queries<kMaskKind>(n0 + kr0 + kt * 16 + hf * 8 + (lane >> 2), f);
-        mask_lo[kt][hf] = tile_full ? -kBlockM : qr.lo - col0;
-        mask_hi[kt][hf] = tile_full ? kBlockM : qr.hi - col0;
+        mask_lo[kt][hf] = qr.lo - col0;
+        mask_hi[kt][hf] = qr.hi - col0;
       }
     }
 
@@ -293,43 +344,51 @@ FMHA_DEVICE void fmha_bwd_sm80_dq_dk_dv(const FmhaBwdParams& p, char* smem) {
       {
         FmhaFragAddr<QTile> qb = fmha_bwd_fresh(q_b, slot * QTile::kBytes);
         qb.base += part * kQTS * 8 * (QTile::kW * 16);  // whole groups of 8 rows
-        fmha_bwd_gemm_t<Mma, kKT, kQTS, kHdimQ / 16, Shape::kUnrollA>(acc_s, fmha_bwd_fresh(k_a, 0),
-                                                                      qb);
+        fmha_bwd_gemm_t<Mma, kKT, kQTS, kHdimQ / 16, kUnrollA>(acc_s, fmha_bwd_fresh(k_a, 0), qb);
       }
+      // P and dS of this part. Tiles where every valid row sees every key (tile_full) take a
+      // copy without the element mask: its compare and select per element were about 10 % of
+      // the instructions at hdim 64 (ncu opcode counts, BENCHMARKS.md).
+      // (Two unrolled copies behind a uniform branch: NVRTC treats generic lambdas as host code.)
 #pragma unroll
-      for (int nts = 0; nts < kQTS; ++nts) {
-        const int nt = part * kQTS + nts;
-        const FmhaF32x2 l = fmha_ld_shared_f32x2(smem_lse + stat_off + nt * 32);
-        const FmhaF32x2 d = fmha_ld_shared_f32x2(smem_dsum + stat_off + nt * 32);
-        // LSE = -inf (a row that saw no key) gives exp2(s - inf) = 0: no gradient, no inf * 0.
-        const float lse2[2] = {l.x == -inf ? inf : l.x * FMHA_LOG2E,
-                               l.y == -inf ? inf : l.y * FMHA_LOG2E};
-        const float dsum[2] = {d.x, d.y};
+      for (int copy = 0; copy < 2; ++copy) {
+        const bool masked = copy == 1;
+        if (masked == tile_full) continue;
 #pragma unroll
-        for (int kt = 0; kt < kKT; ++kt) {
+        for (int nts = 0; nts < kQTS; ++nts) {
+          const int nt = part * kQTS + nts;
+          const FmhaF32x2 l = fmha_ld_shared_f32x2(smem_lse + stat_off + nt * 32);
+          const FmhaF32x2 d = fmha_ld_shared_f32x2(smem_dsum + stat_off + nt * 32);
+          // LSE = -inf (a row that saw no key) gives exp2(s - inf) = 0: no gradient, no inf * 0.
+          const float lse2[2] = {l.x == -inf ? inf : l.x * FMHA_LOG2E,
+                                 l.y == -inf ? inf : l.y * FMHA_LOG2E};
+          const float dsum[2] = {d.x, d.y};
 #pragma unroll
-          for (int hf = 0; hf < 2; ++hf) {
-            float pr[2], ds[2];
+          for (int kt = 0; kt < kKT; ++kt) {
 #pragma unroll
-            for (int e = 0; e < 2; ++e) {
-              const int c = nt * 8 + e;
-              float v =
-                  fmha_softmax_exp2(__fmaf_rn(acc_s[kt][nts][2 * hf + e], scale_log2, -lse2[e]));
-              if (c < mask_lo[kt][hf] || c >= mask_hi[kt][hf]) v = 0.f;
-              pr[e] = v;
-              ds[e] = v * (acc_dp[kt][nt][2 * hf + e] - dsum[e]);
-            }
-            const unsigned pv = Mma::pack(pr[0], pr[1]);
-            const unsigned dv = Mma::pack(ds[0], ds[1]);
-            FmhaPairAddr<STile> at;
-            at.base = ds_st;
-            fmha_st_shared_b32(at.at(kt * 16 + hf * 8, nt), dv);
-            if (kPInRegs) {
-              pa[kPInRegs ? kt : 0][kPInRegs ? nt / 2 : 0][(nt % 2) * 2 + hf] = pv;
-              da[kPInRegs ? kt : 0][kPInRegs ? nt / 2 : 0][(nt % 2) * 2 + hf] = dv;
-            } else {
-              at.base = pt_st;
-              fmha_st_shared_b32(at.at(kt * 16 + hf * 8, nt), pv);
+            for (int hf = 0; hf < 2; ++hf) {
+              float pr[2], ds[2];
+#pragma unroll
+              for (int e = 0; e < 2; ++e) {
+                const int c = nt * 8 + e;
+                float v =
+                    fmha_softmax_exp2(__fmaf_rn(acc_s[kt][nts][2 * hf + e], scale_log2, -lse2[e]));
+                if (masked && (c < mask_lo[kt][hf] || c >= mask_hi[kt][hf])) v = 0.f;
+                pr[e] = v;
+                ds[e] = v * (acc_dp[kt][nt][2 * hf + e] - dsum[e]);
+              }
+              const unsigned pv = Mma::pack(pr[0], pr[1]);
+              const unsigned dv = Mma::pack(ds[0], ds[1]);
+              FmhaPairAddr<STile> at;
+              at.base = ds_st;
+              fmha_st_shared_b32(at.at(kt * 16 + hf * 8, nt), dv);
+              if (kPInRegs) {
+                pa[kPInRegs ? kt : 0][kPInRegs ? nt / 2 : 0][(nt % 2) * 2 + hf] = pv;
+                da[kPInRegs ? kt : 0][kPInRegs ? nt / 2 : 0][(nt % 2) * 2 + hf] = dv;
+              } else {
+                at.base = pt_st;
+                fmha_st_shared_b32(at.at(kt * 16 + hf * 8, nt), pv);
+              }
             }
           }
         }
@@ -401,6 +460,10 @@ FMHA_DEVICE void fmha_bwd_sm80_dq_dk_dv(const FmhaBwdParams& p, char* smem) {
     }
 
     fmha_sync_threads();  // dS^T complete for phase C; Q, dO, LSE, D of this slot are free
+    // Causal masks: the previous iteration's query tile is released here instead (fmha_bwd_sm80.h).
+    if (kLateRelease && tid == 0 && pending_release != nullptr) {
+      fmha_semaphore_release_inc(pending_release);
+    }
     load_tile(it + kStages, slot);
 
     // ---- Phase C: dQ (unscaled) = dS K, A operand read transposed from dS^T, in kSplitC parts
@@ -414,7 +477,7 @@ FMHA_DEVICE void fmha_bwd_sm80_dq_dk_dv(const FmhaBwdParams& p, char* smem) {
     // This lane's first element; the others are at compile-time offsets from it.
     float* dq_lane = dq_rows + (mr0 + (lane >> 2)) * kHdimQ + warp_dc * 16 + (lane & 3) * 2;
 #if FMHA_BWD_EARLY_POLL == 1
-    if (kDeterministic && tid == 0) sem_seen = fmha_semaphore_poll(sem);
+    if (kDeterministic && (kLateRelease ? lane : tid) == 0) sem_seen = fmha_semaphore_poll(sem);
 #endif
 #pragma unroll
     for (int part = 0; part < kSplitC; ++part) {
@@ -427,20 +490,28 @@ FMHA_DEVICE void fmha_bwd_sm80_dq_dk_dv(const FmhaBwdParams& p, char* smem) {
           for (int e = 0; e < 4; ++e) acc_dq[mt][i][e] = 0.f;
         }
       }
-#pragma unroll Shape::kUnrollC  // see fmha_bwd_gemm_t
-      for (int ks = 0; ks < kBlockN / 16; ++ks) {
-        unsigned a[kMC][4];
+      // k = keys, along the rows of both tiles: grouped as in fmha_bwd_gemm_t (any group size
+      // keeps the swizzle, so only the step count limits it).
+      enum { kGroupC = kBlockN / 16 % Shape::kUnrollC == 0 ? Shape::kUnrollC : 1 };
+#pragma unroll 1
+      for (int k0 = 0; k0 < kBlockN / 16; k0 += kGroupC) {
+        const FmhaFragAddr<STile> dsg = fmha_bwd_at_row(dsc, k0 * 16);
+        const FmhaFragAddr<KTile> kg = fmha_bwd_at_row(kc, k0 * 16);
 #pragma unroll
-        for (int mt = 0; mt < kMC; ++mt) fmha_ldmatrix_x4_trans(a[mt], dsc.at(ks * 16, 2 * mt));
+        for (int ks = 0; ks < kGroupC; ++ks) {
+          unsigned a[kMC][4];
 #pragma unroll
-        for (int dpp = 0; dpp < kDQPP; ++dpp) {
-          const int dp = part * kDQPP + dpp;
-          unsigned bk[4];
-          fmha_ldmatrix_x4_trans(bk, kc.at(ks * 16, 2 * kWarpsDC * dp));
+          for (int mt = 0; mt < kMC; ++mt) fmha_ldmatrix_x4_trans(a[mt], dsg.at(ks * 16, 2 * mt));
 #pragma unroll
-          for (int mt = 0; mt < kMC; ++mt) {
-            Mma::mma(acc_dq[mt][2 * dpp], a[mt], bk[0], bk[1]);
-            Mma::mma(acc_dq[mt][2 * dpp + 1], a[mt], bk[2], bk[3]);
+          for (int dpp = 0; dpp < kDQPP; ++dpp) {
+            const int dp = part * kDQPP + dpp;
+            unsigned bk[4];
+            fmha_ldmatrix_x4_trans(bk, kg.at(ks * 16, 2 * kWarpsDC * dp));
+#pragma unroll
+            for (int mt = 0; mt < kMC; ++mt) {
+              Mma::mma(acc_dq[mt][2 * dpp], a[mt], bk[0], bk[1]);
+              Mma::mma(acc_dq[mt][2 * dpp + 1], a[mt], bk[2], bk[3]);
+            }
           }
         }
       }
@@ -449,12 +520,16 @@ FMHA_DEVICE void fmha_bwd_sm80_dq_dk_dv(const FmhaBwdParams& p, char* smem) {
       // that visit this query tile (fmha_bwd_key_tiles, the function that decided the visit)
       // have added theirs.
       if (kDeterministic && part == 0) {
-        if (tid == 0) {
+        if ((kLateRelease ? lane : tid) == 0) {
           const int count =
               fmha_bwd_key_tiles<kMaskKind, kBlockM, kBlockN>(m_block, f).hi - 1 - n_block;
           if (sem_seen != count) fmha_semaphore_wait_eq(sem, count);
         }
-        fmha_sync_threads();
+        if (kLateRelease) {
+          __syncwarp();
+        } else {
+          fmha_sync_threads();
+        }
       }
 #pragma unroll
       for (int mt = 0; mt < kMC; ++mt) {

@@ -33,10 +33,16 @@ struct FmhaBwdSm80Shape {
     // dQ is computed in two halves of the warp's head-dim pairs when it has more than 4 pairs'
     // worth of accumulators (phase C).
     kSplitC = fmha_bwd_dq_parts(kHdimQ, kBlockM, kNumWarps, kWarpsMC),
-    // Unroll factors of the k loops of phases A and C (fmha_bwd_gemm_t explains why not fully);
-    // by 2 spilled at hdim 128 on sm_80 (before the S^T split); not re-tuned without a GPU.
-    kUnrollA = 1,
-    kUnrollC = 1,
+    // k16 steps per unrolled group in the k loops of phases A and C (fmha_bwd_gemm_t explains
+    // why groups); 4 = a whole swizzle period of a 128-byte-wide tile. Phase A takes 4 only
+    // without a mask (kUnrollANoMask): with one, the masked copy of the P / dS code keeps more
+    // registers live and groups of 4 spilled 4 bytes at hdim 128 (sliding window on sm_80,
+    // causal bottom-right deterministic on sm_90). H200, bf16, S 8192 (session 5, call 2):
+    // hdim 128 non-causal 271.5 (2) vs 280.4 TFLOP/s (4), causal 257.6 vs 257.0; hdim 64 and
+    // 256 within 1 % either way; against 263.8 / 243.4 with the k loops not unrolled.
+    kUnrollA = 2,
+    kUnrollANoMask = 4,
+    kUnrollC = 4,
     kSmemBytes = 2 * (kBlockN * (kHdimQ + kHdimV) + kStages * kBlockM * (kHdimQ + kHdimV) +
                       kBlockN * kBlockM * (kPInRegs ? 1 : 2)) +
                  8 * kStages * kBlockM,

@@ -129,6 +129,7 @@ FMHA_DEVICE void fmha_copy_tile_async(unsigned smem, const Element* gmem, fmha_i
 // multiple of 1 KB).
 template <class Tile>
 struct FmhaFragAddr {
+  using TileType = Tile;
   unsigned base;  // tile base + X
 
   FMHA_DEVICE static unsigned lane_term(int lane_row, int lane_chunk) {
