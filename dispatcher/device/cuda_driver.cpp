@@ -2,6 +2,7 @@
 // resolved by name (the _v2 names that cuda.h maps the plain ones to).
 #include <cuda.h>
 
+#include <cstring>
 #include <mutex>
 #include <string>
 
@@ -12,31 +13,31 @@
 namespace fmha_jit::device {
 namespace {
 
-#define FMHA_CU_FUNCTIONS(X)                                          \
-  X(cuInit, "cuInit")                                                 \
-  X(cuGetErrorString, "cuGetErrorString")                             \
-  X(cuDeviceGetCount, "cuDeviceGetCount")                             \
-  X(cuDeviceGet, "cuDeviceGet")                                       \
-  X(cuDeviceGetAttribute, "cuDeviceGetAttribute")                     \
-  X(cuDeviceGetName, "cuDeviceGetName")                               \
-  X(cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain")             \
-  X(cuCtxGetCurrent, "cuCtxGetCurrent")                               \
-  X(cuCtxSetCurrent, "cuCtxSetCurrent")                               \
-  X(cuModuleLoadData, "cuModuleLoadData")                             \
-  X(cuModuleUnload, "cuModuleUnload")                                 \
-  X(cuModuleGetFunction, "cuModuleGetFunction")                       \
-  X(cuFuncSetAttribute, "cuFuncSetAttribute")                         \
-  X(cuLaunchKernel, "cuLaunchKernel")                                 \
-  X(cuMemAlloc, "cuMemAlloc_v2")                                      \
-  X(cuMemFree, "cuMemFree_v2")                                        \
-  X(cuMemcpyHtoD, "cuMemcpyHtoD_v2")                                  \
-  X(cuMemcpyDtoH, "cuMemcpyDtoH_v2")                                  \
-  X(cuMemsetD8Async, "cuMemsetD8Async")                               \
-  X(cuStreamSynchronize, "cuStreamSynchronize")                       \
-  X(cuEventCreate, "cuEventCreate")                                   \
-  X(cuEventDestroy, "cuEventDestroy_v2")                              \
-  X(cuEventRecord, "cuEventRecord")                                   \
-  X(cuEventSynchronize, "cuEventSynchronize")                         \
+#define FMHA_CU_FUNCTIONS(X)                              \
+  X(cuInit, "cuInit")                                     \
+  X(cuGetErrorString, "cuGetErrorString")                 \
+  X(cuDeviceGetCount, "cuDeviceGetCount")                 \
+  X(cuDeviceGet, "cuDeviceGet")                           \
+  X(cuDeviceGetAttribute, "cuDeviceGetAttribute")         \
+  X(cuDeviceGetName, "cuDeviceGetName")                   \
+  X(cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain") \
+  X(cuCtxGetCurrent, "cuCtxGetCurrent")                   \
+  X(cuCtxSetCurrent, "cuCtxSetCurrent")                   \
+  X(cuModuleLoadData, "cuModuleLoadData")                 \
+  X(cuModuleUnload, "cuModuleUnload")                     \
+  X(cuModuleGetFunction, "cuModuleGetFunction")           \
+  X(cuFuncSetAttribute, "cuFuncSetAttribute")             \
+  X(cuLaunchKernel, "cuLaunchKernel")                     \
+  X(cuMemAlloc, "cuMemAlloc_v2")                          \
+  X(cuMemFree, "cuMemFree_v2")                            \
+  X(cuMemcpyHtoD, "cuMemcpyHtoD_v2")                      \
+  X(cuMemcpyDtoH, "cuMemcpyDtoH_v2")                      \
+  X(cuMemsetD8Async, "cuMemsetD8Async")                   \
+  X(cuStreamSynchronize, "cuStreamSynchronize")           \
+  X(cuEventCreate, "cuEventCreate")                       \
+  X(cuEventDestroy, "cuEventDestroy_v2")                  \
+  X(cuEventRecord, "cuEventRecord")                       \
+  X(cuEventSynchronize, "cuEventSynchronize")             \
   X(cuEventElapsedTime, "cuEventElapsedTime_v2")
 
 class CudaDriver final : public DeviceApi {
@@ -46,13 +47,15 @@ class CudaDriver final : public DeviceApi {
       reason_ = "no NVIDIA driver (libcuda.so.1 not found)";
       return;
     }
-#define FMHA_BIND(member, name)                                            \
-  if (!lib_.bind(member, name)) {                                          \
+#define FMHA_BIND(member, name)                                                \
+  if (!lib_.bind(member, name)) {                                              \
     reason_ = std::string("libcuda.so.1 lacks ") + name + " (driver too old)"; \
-    return;                                                                \
+    return;                                                                    \
   }
     FMHA_CU_FUNCTIONS(FMHA_BIND)
 #undef FMHA_BIND
+    // Optional: only the sm_90a kernels need it, and drivers before CUDA 12.0 lack it.
+    lib_.bind(cuTensorMapEncodeTiled_, "cuTensorMapEncodeTiled");
     if (CUresult rc = cuInit(0); rc != CUDA_SUCCESS) {
       reason_ = "cuInit failed: " + describe(rc);
       return;
@@ -72,7 +75,8 @@ class CudaDriver final : public DeviceApi {
     cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, device_);
     arch_ = "sm_" + std::to_string(major) + std::to_string(minor);
     cuDeviceGetAttribute(&sm_count_, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, device_);
-    cuDeviceGetAttribute(&max_smem_, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, device_);
+    cuDeviceGetAttribute(&max_smem_, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
+                         device_);
     char name[256] = {};
     cuDeviceGetName(name, sizeof name, device_);
     name_ = name;
@@ -164,6 +168,47 @@ class CudaDriver final : public DeviceApi {
     return ms;
   }
 
+  TensorMap encode_tensor_map(const TensorMapSpec& spec) override {
+    static_assert(
+        sizeof(TensorMap) == sizeof(CUtensorMap) && alignof(TensorMap) == alignof(CUtensorMap),
+        "TensorMap mirrors CUtensorMap");
+    check_tensor_map_spec(spec);
+    if (cuTensorMapEncodeTiled_ == nullptr) {
+      throw Error(ErrorCode::device_unavailable,
+                  lib_.loaded() ? "libcuda.so.1 lacks cuTensorMapEncodeTiled (a driver for CUDA "
+                                  "12.0 or newer is needed)"
+                                : reason_);
+    }
+    cuuint64_t dims[5] = {}, strides[4] = {};
+    cuuint32_t box[5] = {}, element_strides[5] = {};
+    for (int i = 0; i < spec.rank; ++i) {
+      dims[i] = spec.dims[i];
+      box[i] = spec.box[i];
+      element_strides[i] = 1;
+      if (i > 0) strides[i - 1] = spec.strides[i];
+    }
+    const CUtensorMapDataType type =
+        spec.element == TensorMapElement::fp16   ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16
+        : spec.element == TensorMapElement::bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
+                                                 : CU_TENSOR_MAP_DATA_TYPE_FLOAT32;
+    const CUtensorMapSwizzle swizzle =
+        spec.swizzle == TensorMapSwizzle::bytes128  ? CU_TENSOR_MAP_SWIZZLE_128B
+        : spec.swizzle == TensorMapSwizzle::bytes64 ? CU_TENSOR_MAP_SWIZZLE_64B
+        : spec.swizzle == TensorMapSwizzle::bytes32 ? CU_TENSOR_MAP_SWIZZLE_32B
+                                                    : CU_TENSOR_MAP_SWIZZLE_NONE;
+    // Out-of-range elements of a box read as zeros (OOB fill NONE), which is how partial tiles
+    // are padded.
+    CUtensorMap map;
+    check(cuTensorMapEncodeTiled_(
+              &map, type, static_cast<cuuint32_t>(spec.rank), const_cast<void*>(spec.base), dims,
+              strides, box, element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle,
+              CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
+          "cuTensorMapEncodeTiled");
+    TensorMap out;
+    std::memcpy(out.words.data(), map.opaque, sizeof map.opaque);
+    return out;
+  }
+
  private:
   std::string describe(CUresult rc) const {
     const char* text = nullptr;
@@ -189,6 +234,7 @@ class CudaDriver final : public DeviceApi {
 #define FMHA_MEMBER(member, name) decltype(&::member) member = nullptr;
   FMHA_CU_FUNCTIONS(FMHA_MEMBER)
 #undef FMHA_MEMBER
+  decltype(&::cuTensorMapEncodeTiled) cuTensorMapEncodeTiled_ = nullptr;
   bool available_ = false;
   std::string reason_;
   CUdevice device_ = 0;

@@ -8,6 +8,7 @@
 #include <span>
 #include <string>
 
+#include "dispatcher/device/tensor_map.hpp"
 #include "fmha_jit/config.hpp"
 
 namespace fmha_jit::device {
@@ -52,6 +53,10 @@ class DeviceApi {
   virtual void destroy_event(void* event) noexcept = 0;
   virtual void record_event(void* event, void* stream) = 0;
   virtual float elapsed_ms(void* start, void* stop) = 0;  // synchronises on stop
+
+  // The driver's encoding of a tensor map for the sm_90 bulk tensor copies, after
+  // check_tensor_map_spec(). NVIDIA only: the HIP API throws Error(invalid_argument).
+  virtual TensorMap encode_tensor_map(const TensorMapSpec& spec) = 0;
 };
 
 DeviceApi& cuda_driver();

@@ -10,25 +10,25 @@
 namespace fmha_jit::device {
 namespace {
 
-#define FMHA_HIP_FUNCTIONS(X)                       \
-  X(hipInit, "hipInit")                             \
-  X(hipGetErrorString, "hipGetErrorString")         \
-  X(hipGetDeviceCount, "hipGetDeviceCount")         \
-  X(hipSetDevice, "hipSetDevice")                   \
+#define FMHA_HIP_FUNCTIONS(X)                         \
+  X(hipInit, "hipInit")                               \
+  X(hipGetErrorString, "hipGetErrorString")           \
+  X(hipGetDeviceCount, "hipGetDeviceCount")           \
+  X(hipSetDevice, "hipSetDevice")                     \
   X(hipGetDeviceProperties, "hipGetDeviceProperties") \
-  X(hipModuleLoadData, "hipModuleLoadData")         \
-  X(hipModuleUnload, "hipModuleUnload")             \
-  X(hipModuleGetFunction, "hipModuleGetFunction")   \
-  X(hipModuleLaunchKernel, "hipModuleLaunchKernel") \
-  X(hipFree, "hipFree")                             \
-  X(hipMemcpyHtoD, "hipMemcpyHtoD")                 \
-  X(hipMemcpyDtoH, "hipMemcpyDtoH")                 \
-  X(hipMemsetD8Async, "hipMemsetD8Async")           \
-  X(hipStreamSynchronize, "hipStreamSynchronize")   \
-  X(hipEventCreate, "hipEventCreate")               \
-  X(hipEventDestroy, "hipEventDestroy")             \
-  X(hipEventRecord, "hipEventRecord")               \
-  X(hipEventSynchronize, "hipEventSynchronize")     \
+  X(hipModuleLoadData, "hipModuleLoadData")           \
+  X(hipModuleUnload, "hipModuleUnload")               \
+  X(hipModuleGetFunction, "hipModuleGetFunction")     \
+  X(hipModuleLaunchKernel, "hipModuleLaunchKernel")   \
+  X(hipFree, "hipFree")                               \
+  X(hipMemcpyHtoD, "hipMemcpyHtoD")                   \
+  X(hipMemcpyDtoH, "hipMemcpyDtoH")                   \
+  X(hipMemsetD8Async, "hipMemsetD8Async")             \
+  X(hipStreamSynchronize, "hipStreamSynchronize")     \
+  X(hipEventCreate, "hipEventCreate")                 \
+  X(hipEventDestroy, "hipEventDestroy")               \
+  X(hipEventRecord, "hipEventRecord")                 \
+  X(hipEventSynchronize, "hipEventSynchronize")       \
   X(hipEventElapsedTime, "hipEventElapsedTime")
 
 class HipRuntime final : public DeviceApi {
@@ -38,10 +38,10 @@ class HipRuntime final : public DeviceApi {
       reason_ = "no HIP runtime (libamdhip64.so not found)";
       return;
     }
-#define FMHA_BIND(member, name)                                        \
-  if (!lib_.bind(member, name)) {                                      \
-    reason_ = lib_.path() + " lacks " + name;                          \
-    return;                                                            \
+#define FMHA_BIND(member, name)               \
+  if (!lib_.bind(member, name)) {             \
+    reason_ = lib_.path() + " lacks " + name; \
+    return;                                   \
   }
     FMHA_HIP_FUNCTIONS(FMHA_BIND)
     FMHA_BIND(hipMalloc, "hipMalloc")
@@ -145,6 +145,11 @@ class HipRuntime final : public DeviceApi {
     return ms;
   }
 
+  TensorMap encode_tensor_map(const TensorMapSpec&) override {
+    throw Error(ErrorCode::invalid_argument,
+                "tensor maps (bulk tensor copies) exist on NVIDIA sm_90 and newer, not on HIP");
+  }
+
  private:
   void require() const {
     if (!available_) throw_no_device("a HIP call");
@@ -152,9 +157,9 @@ class HipRuntime final : public DeviceApi {
   void check(hipError_t rc, const char* what) const {
     if (rc != hipSuccess) {
       const char* text = hipGetErrorString ? hipGetErrorString(rc) : nullptr;
-      throw Error(ErrorCode::device_error, std::string(what) + " failed: " +
-                                               (text ? text : "unknown error") + " (hipError " +
-                                               std::to_string(rc) + ")");
+      throw Error(ErrorCode::device_error, std::string(what) +
+                                               " failed: " + (text ? text : "unknown error") +
+                                               " (hipError " + std::to_string(rc) + ")");
     }
   }
 
