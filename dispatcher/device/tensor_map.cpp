@@ -28,9 +28,9 @@ std::uint32_t swizzle_span(TensorMapSwizzle s) {
   return 0;
 }
 
-}  // namespace
-
 int element_bytes(TensorMapElement e) { return e == TensorMapElement::fp32 ? 4 : 2; }
+
+}  // namespace
 
 void check_tensor_map_spec(const TensorMapSpec& s) {
   if (s.rank < 1 || s.rank > 5) reject("rank", std::to_string(s.rank), "1 to 5");

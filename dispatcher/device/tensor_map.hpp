@@ -33,8 +33,6 @@ struct alignas(128) TensorMap {
   std::array<std::uint64_t, 16> words{};
 };
 
-int element_bytes(TensorMapElement e);
-
 // Throws FieldError(invalid_argument) naming the first field out of the driver's limits:
 // rank 1-5; base non-null and 16-byte aligned; each extent 1 to 2^32; strides non-zero multiples
 // of 16 bytes below 2^40; box extents 1 to 256, the innermost one a multiple of 16 bytes and,
