@@ -22,6 +22,17 @@ KernelImpl best_impl(const ArchInfo& arch) {
 }
 
 void check_impl_applies(const FmhaKernelConfig& c, const ArchInfo& arch) {
+  if (c.impl == KernelImpl::wgmma_sm90a) {
+    if (!is_hopper(arch)) {
+      reject("impl", "wgmma_sm90a",
+             "auto, mma_sm80, reference (wgmma_sm90a serves sm_90 and sm_90a; this config is for " +
+                 std::string(arch.name) + ")");
+    }
+    if (const std::string gap = wgmma_sm90a_gap(c); !gap.empty()) {
+      reject("impl", "wgmma_sm90a", "auto, mma_sm80, reference (wgmma_sm90a does not serve " + gap + ")");
+    }
+    return;
+  }
   if (c.impl != KernelImpl::mma_sm80) return;
   if (arch.vendor != Vendor::nvidia) {
     reject("impl", "mma_sm80",
@@ -50,6 +61,8 @@ void validate_impl_and_tiles(const FmhaKernelConfig& c) {
     check_tile("block_n", c.block_n, t.block_n, "reference");
     check_tile("num_warps", c.num_warps, t.num_warps, "reference");
     check_tile("num_stages", c.num_stages, t.num_stages, "reference");
+  } else if (r.impl == KernelImpl::wgmma_sm90a) {
+    check_wgmma_sm90a_fwd_tile(*find_arch(r.arch), r);
   } else if (r.impl == KernelImpl::mma_sm80 && r.family == Family::fwd) {
     check_mma_sm80_fwd_tile(*arch, r);
   } else if (r.impl == KernelImpl::mma_sm80) {
@@ -61,8 +74,15 @@ FmhaKernelConfig resolve_impl_and_tiles(const FmhaKernelConfig& c) {
   FmhaKernelConfig out = c;
   const ArchInfo* arch = find_arch(c.arch);
   if (!arch) return out;
-  if (out.impl == KernelImpl::automatic) out.impl = best_impl(*arch);
+  if (out.impl == KernelImpl::automatic) {
+    out.impl = is_hopper(*arch) && wgmma_sm90a_gap(c).empty() ? KernelImpl::wgmma_sm90a
+                                                              : best_impl(*arch);
+  }
+  // wgmma and setmaxnreg exist only in the arch-specific ISA; sm_90a binaries run on exactly the
+  // GPUs sm_90 binaries run on, so the promotion loses no reach.
+  if (out.impl == KernelImpl::wgmma_sm90a) out.arch = "sm_90a";
   TileShape t{};
+  if (out.impl == KernelImpl::wgmma_sm90a) t = wgmma_sm90a_fwd_tile(c);
   if (out.impl == KernelImpl::reference) t = reference_tile(*arch);
   if (out.impl == KernelImpl::mma_sm80) {
     t = c.family == Family::fwd ? mma_sm80_fwd_tile(*arch, c) : mma_sm80_bwd_tile(*arch, c);
@@ -72,6 +92,15 @@ FmhaKernelConfig resolve_impl_and_tiles(const FmhaKernelConfig& c) {
   if (out.num_warps == 0) out.num_warps = t.num_warps;
   if (out.num_stages == 0) out.num_stages = t.num_stages;
   return out;
+}
+
+std::string impl_fallback_reason(const FmhaKernelConfig& c) {
+  const ArchInfo* arch = find_arch(c.arch);
+  if (!arch || !is_hopper(*arch) || c.impl != KernelImpl::automatic) return {};
+  const std::string gap = wgmma_sm90a_gap(c);
+  if (gap.empty()) return {};
+  return "wgmma_sm90a does not serve " + gap + "; using " +
+         std::string(to_string(best_impl(*arch))) + " on " + std::string(arch->name);
 }
 
 }  // namespace fmha_jit::codegen

@@ -51,8 +51,15 @@ std::string mma_sm80_stage_call(StageRole role) {
   return "";
 }
 
+// The Hopper forward; geometry in templates/fwd/fmha_fwd_sm90a.h, mirrored by dispatcher/plan.cpp.
+std::string wgmma_sm90a_stage_call() {
+  return "extern __shared__ __align__(1024) char smem[];\n  "
+         "fmha_fwd_sm90a<Element, kHdimQ, kMaskKind, kWriteLse, kBlockN, kStages>(p, smem);";
+}
+
 // The header that defines the stage templates of an implementation.
 const char* family_header(const FmhaKernelConfig& c) {
+  if (c.impl == KernelImpl::wgmma_sm90a) return "fwd/fmha_fwd_sm90a.h";
   if (c.impl == KernelImpl::mma_sm80) {
     return c.family == Family::fwd ? "fwd/fmha_fwd_sm80.h" : "bwd/fmha_bwd_sm80.h";
   }
@@ -62,6 +69,7 @@ const char* family_header(const FmhaKernelConfig& c) {
 
 // The body of one stage's extern "C" wrapper.
 std::string stage_body(const FmhaKernelConfig& c, StageRole role) {
+  if (c.impl == KernelImpl::wgmma_sm90a) return wgmma_sm90a_stage_call();
   return c.impl == KernelImpl::mma_sm80 ? mma_sm80_stage_call(role) : reference_stage_call(role);
 }
 
@@ -101,9 +109,15 @@ RenderedEntry render_entry(const FmhaKernelConfig& c) {
   s += "}  // namespace\n";
   for (StageRole role : stage_roles(c)) {
     const std::string symbol = kernel_symbol(c, role);
-    const char* params = role == StageRole::fwd ? "FmhaFwdParams" : "FmhaBwdParams";
-    s += "\nextern \"C\" __global__ void __launch_bounds__(kThreads) " + symbol + "(" + params +
-         " p) {\n  " + stage_body(c, role) + "\n}\n";
+    // The Hopper kernels take their tensor maps as a __grid_constant__ parameter (the copies
+    // address them in parameter memory) and run one persistent CTA per SM.
+    const bool hopper = c.impl == KernelImpl::wgmma_sm90a;
+    const std::string params = hopper                     ? "const __grid_constant__ FmhaFwdSm90Params"
+                               : role == StageRole::fwd ? "FmhaFwdParams"
+                                                        : "FmhaBwdParams";
+    const std::string bounds = hopper ? "kThreads, 1" : "kThreads";
+    s += "\nextern \"C\" __global__ void __launch_bounds__(" + bounds + ") " + symbol + "(" +
+         params + " p) {\n  " + stage_body(c, role) + "\n}\n";
     out.symbols.push_back(symbol);
   }
   return out;

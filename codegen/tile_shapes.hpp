@@ -2,6 +2,8 @@
 // shared-memory footprint each implies (used by the heuristic and by the launch plan).
 #pragma once
 
+#include <string>
+
 #include "codegen/arch.hpp"
 #include "fmha_jit/config.hpp"
 
@@ -33,5 +35,14 @@ void check_mma_sm80_bwd_tile(const ArchInfo& arch, const FmhaKernelConfig& c);
 // Dynamic shared memory of the dq_dk_dv stage, FmhaBwdSm80Shape::kSmemBytes of
 // templates/bwd/fmha_bwd_tiles_sm80.h.
 int mma_sm80_bwd_smem_bytes(const FmhaKernelConfig& c);
+
+// The wgmma_sm90a forward (codegen/sm90a_tile_shapes.cpp). It runs on Hopper (configs for sm_90
+// or sm_90a); gap() says why it does not serve a config, empty when it does.
+bool is_hopper(const ArchInfo& arch);
+std::string wgmma_sm90a_gap(const FmhaKernelConfig& config);
+TileShape wgmma_sm90a_fwd_tile(const FmhaKernelConfig& config);
+void check_wgmma_sm90a_fwd_tile(const ArchInfo& arch, const FmhaKernelConfig& c);
+// FmhaFwdSm90aShape::kSmemBytes of templates/fwd/fmha_fwd_sm90a.h.
+int wgmma_sm90a_fwd_smem_bytes(const FmhaKernelConfig& c);
 
 }  // namespace fmha_jit::codegen

@@ -11,6 +11,7 @@
 #include "cache/file_io.hpp"
 #include "cache/hashing.hpp"
 #include "cache/memory_cache.hpp"
+#include "codegen/heuristics.hpp"
 #include "codegen/render.hpp"
 #include "codegen/rtc/compiler.hpp"
 #include "codegen/templates.hpp"
@@ -196,6 +197,9 @@ FmhaSetupResult setup_fmha_dispatcher(const FmhaKernelConfig& config, const Setu
       result.source = BinarySource::memory;
       result.runner = runner;
     } else {
+      if (const std::string why = codegen::impl_fallback_reason(config); !why.empty()) {
+        spdlog::info("{} {}: {}", to_string(config.family), config.arch, why);
+      }
       auto obtained = dispatch::obtain_kernel(config, root);
       result.source = obtained.source;
       result.runner = dispatch::make_runner(config, root, std::move(obtained.kernel));

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "common/fmha_params.h"
+#include "dispatcher/device/device_api.hpp"
 #include "fmha_jit/config.hpp"
 #include "fmha_jit/dispatcher.hpp"
 #include "fmha_jit/problem.hpp"
@@ -14,6 +15,10 @@ void check_problem(const FmhaKernelConfig& canonical, const FmhaProblem& problem
 // Throw FieldError (invalid_argument) for null, misaligned or missing pointers / strides.
 FmhaFwdParams make_fwd_params(const FmhaKernelConfig& canonical, const FmhaProblem& problem,
                               const FwdTensors& tensors);
+// The wgmma_sm90a forward's parameters: `fwd` (from make_fwd_params) and the tensor maps of Q, K,
+// V and O encoded by `api` (dispatcher/launch_sm90a.cpp).
+FmhaFwdSm90Params make_fwd_sm90a_params(const FmhaKernelConfig& canonical, const FmhaFwdParams& fwd,
+                                        device::DeviceApi& api);
 FmhaBwdParams make_bwd_params(const FmhaKernelConfig& canonical, const FmhaProblem& problem,
                               const BwdTensors& tensors, void* workspace);
 

@@ -15,6 +15,9 @@ unsigned u32(std::int64_t v) { return static_cast<unsigned>(v); }
 }  // namespace
 
 unsigned stage_dynamic_smem_bytes(const FmhaKernelConfig& c, codegen::StageRole role) {
+  if (c.impl == KernelImpl::wgmma_sm90a) {
+    return static_cast<unsigned>(codegen::wgmma_sm90a_fwd_smem_bytes(c));
+  }
   if (c.impl == KernelImpl::mma_sm80 && role == codegen::StageRole::fwd) {
     return static_cast<unsigned>(codegen::mma_sm80_fwd_smem_bytes(c));
   }
@@ -25,8 +28,20 @@ unsigned stage_dynamic_smem_bytes(const FmhaKernelConfig& c, codegen::StageRole 
   return 0;
 }
 
-std::vector<StageLaunch> plan_stages(const FmhaKernelConfig& c, const FmhaProblem& p) {
+std::vector<StageLaunch> plan_stages(const FmhaKernelConfig& c, const FmhaProblem& p,
+                                     int multiprocessors) {
   std::vector<StageLaunch> stages;
+  if (c.impl == KernelImpl::wgmma_sm90a) {
+    // Persistent (templates/fwd/fmha_fwd_sm90a.h): one CTA per SM, at most one per tile; the
+    // CTAs stride over the tile list.
+    const std::int64_t tiles = (p.seqlen_q + c.block_m - 1) / c.block_m * p.nhead_q * p.batch;
+    const std::int64_t ctas = multiprocessors > 0 && multiprocessors < tiles ? multiprocessors : tiles;
+    stages.push_back({codegen::StageRole::fwd,
+                      {u32(ctas), 1, 1},
+                      {u32(c.num_warps * 32), 1, 1},
+                      stage_dynamic_smem_bytes(c, codegen::StageRole::fwd)});
+    return stages;
+  }
   if (c.impl == KernelImpl::mma_sm80) {
     // Geometry documented in templates/fwd/fmha_fwd_sm80.h and templates/bwd/fmha_bwd_sm80.h:
     // one block per block_m query rows of a query head, except dq_dk_dv (one block per block_n
@@ -91,8 +106,8 @@ BwdWorkspaceLayout bwd_workspace_layout(const FmhaKernelConfig& c, const FmhaPro
 }
 
 std::size_t required_alignment_bytes(const FmhaKernelConfig& c) {
-  // The tiled kernels move 16 bytes per cp.async / vector store; the reference kernels load one
-  // element at a time.
+  // The tiled kernels move 16 bytes per cp.async / vector store (TMA, too, needs 16-byte aligned
+  // bases and strides); the reference kernels load one element at a time.
   return c.impl == KernelImpl::reference ? 2 : 16;
 }
 

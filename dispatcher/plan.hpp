@@ -23,8 +23,10 @@ struct StageLaunch {
 // driver's limit once per module load rather than per launch.
 unsigned stage_dynamic_smem_bytes(const FmhaKernelConfig& canonical, codegen::StageRole role);
 
-// Stages in launch order, matching codegen::stage_roles(config).
-std::vector<StageLaunch> plan_stages(const FmhaKernelConfig& canonical, const FmhaProblem& problem);
+// Stages in launch order, matching codegen::stage_roles(config). `multiprocessors` bounds the
+// grid of the persistent kernels (wgmma_sm90a); 0 launches one CTA per tile.
+std::vector<StageLaunch> plan_stages(const FmhaKernelConfig& canonical, const FmhaProblem& problem,
+                                     int multiprocessors = 0);
 
 // Byte offsets of the backward's fp32 scratch tensors inside one workspace allocation; each starts
 // on a 256-byte boundary (the alignment cudaMalloc gives, and enough for vector accesses).

@@ -48,6 +48,12 @@ class KernelRunner final : public FmhaRunner {
     require_family(Family::fwd, "run_fwd");
     check(problem);
     FmhaFwdParams params = make_fwd_params(config(), problem, tensors);
+    if (config().impl == KernelImpl::wgmma_sm90a) {
+      FmhaFwdSm90Params hopper =
+          make_fwd_sm90a_params(config(), params, device::require_device("run_fwd"));
+      launch_all(problem, &hopper, stream, hook);
+      return;
+    }
     launch_all(problem, &params, stream, hook);
   }
 
@@ -117,7 +123,7 @@ class KernelRunner final : public FmhaRunner {
                   const StageHook* hook) {
     load();
     device::DeviceApi& api = *device::active_device();
-    const auto stages = plan_stages(config(), problem);
+    const auto stages = plan_stages(config(), problem, api.multiprocessor_count());
     void* args[] = {params};
     for (std::size_t i = 0; i < stages.size(); ++i) {
       const auto& s = stages[i];

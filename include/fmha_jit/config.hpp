@@ -26,7 +26,10 @@ enum class MaskKind : std::uint8_t { none, causal_top_left, causal_bottom_right,
 // the fastest implementation available for the arch; the resolved value enters the key.
 //   reference: portable CUDA/HIP kernel, one block per row (GPU-side reference, AMD pipeline check)
 //   mma_sm80:  FlashAttention-2-style tensor-core kernel (mma.sync m16n8k16, cp.async, ldmatrix)
-enum class KernelImpl : std::uint8_t { automatic, reference, mma_sm80 };
+//   wgmma_sm90a: Hopper kernel (TMA, wgmma, warp specialisation; forward, hdim 64 / 128 / 256).
+//              Its binaries are sm_90a: a config for sm_90 that resolves to it is compiled for
+//              sm_90a (the same GPUs; the arch-specific ISA adds wgmma and setmaxnreg)
+enum class KernelImpl : std::uint8_t { automatic, reference, mma_sm80, wgmma_sm90a };
 
 // Accepted spellings of each enum; the first spelling is canonical, the others are aliases accepted
 // on input (the CLI's short forms).
@@ -52,10 +55,11 @@ inline constexpr std::array<EnumSpelling<MaskKind>, 7> kMaskNames{{
     {MaskKind::causal_bottom_right, "causal-br"},
     {MaskKind::sliding_window, "window"},
 }};
-inline constexpr std::array<EnumSpelling<KernelImpl>, 3> kImplNames{{
+inline constexpr std::array<EnumSpelling<KernelImpl>, 4> kImplNames{{
     {KernelImpl::automatic, "auto"},
     {KernelImpl::reference, "reference"},
     {KernelImpl::mma_sm80, "mma_sm80"},
+    {KernelImpl::wgmma_sm90a, "wgmma_sm90a"},
 }};
 
 template <class E>

@@ -56,3 +56,24 @@ struct FmhaBwdParams {
   float* dv_accum;  // workspace: fp32 dV accumulation for GQA reduction; may be null
   int* semaphores;  // workspace: ordering counters for the deterministic mode; may be null
 };
+
+// The driver's CUtensorMap: 128 opaque bytes, 64-byte aligned, encoded on the host
+// (cuTensorMapEncodeTiled) and read by the bulk tensor copies (sm90/tma_sm90.h). The run-time
+// compilers see no driver headers, so host and kernels share this declaration.
+struct alignas(64) FmhaTensorMap {
+  unsigned long long opaque[16];
+};
+
+// Forward on sm_90a (fwd/fmha_fwd_sm90a.h): the tensor maps of Q, K, V and O, all 4-D
+// (head dim, sequence, head, batch) with 64-element inner boxes and 128-byte swizzle, ahead of
+// the common parameters. Passed as a __grid_constant__ parameter: the copies read the maps in
+// place from parameter memory.
+struct FmhaFwdSm90Params {
+  FmhaTensorMap q_map;  // box (64, kBlockM): a CTA's query rows, one 64-column slab per copy
+  FmhaTensorMap k_map;  // box (64, kBlockN)
+  FmhaTensorMap v_map;  // box (64, kBlockN)
+  FmhaTensorMap o_map;  // box (64, 64): one consumer warpgroup's rows
+  FmhaFwdParams fwd;
+  int num_m_blocks;  // ceil(seqlen_q / kBlockM)
+  int num_tiles;     // num_m_blocks * nhead_q * batch: the persistent scheduler's work list
+};

@@ -50,7 +50,7 @@
 #include "common/copy_sm80.h"
 #include "common/fmha_params.h"
 #include "common/mask.h"
-#include "common/mask_i32.h"
+#include "common/mask_fragments.h"
 #include "common/mma_sm80.h"
 #include "common/numeric.h"
 #include "common/platform.h"
@@ -122,19 +122,11 @@ FMHA_DEVICE void fmha_fwd_sm80(const FmhaFwdParams& p, char* smem) {
   const int m0 = m_block * kBlockM;
   const int rows_valid = p.seqlen_q - m0;
 
-  // Visible keys of the block: key ranges are monotone in the row, so the union over the block's
-  // valid rows is [lo(first row), hi(last row)), and the keys visible to every valid row are
-  // [lo(last row), hi(first row)). Tiles inside the latter need no element-wise mask.
-  const int row_last = (rows_valid < kBlockM ? p.seqlen_q : m0 + kBlockM) - 1;
-  const FmhaKeyRange keys_first =
-      fmha_visible_keys(kMaskKind, m0, p.seqlen_q, p.seqlen_k, p.window_left, p.window_right);
-  const FmhaKeyRange keys_last =
-      fmha_visible_keys(kMaskKind, row_last, p.seqlen_q, p.seqlen_k, p.window_left, p.window_right);
-  const int n_block_begin = keys_first.lo / kBlockN;
-  const int n_block_end =
-      keys_last.hi > keys_first.lo ? (keys_last.hi + kBlockN - 1) / kBlockN : n_block_begin;
-  const int full_lo = keys_last.lo;
-  const int full_hi = keys_first.hi;
+  const FmhaBlockKeys keys = fmha_block_keys<kMaskKind, kBlockM, kBlockN>(m0, p);
+  const int n_block_begin = keys.n_block_begin;
+  const int n_block_end = keys.n_block_end;
+  const int full_lo = keys.full_lo;
+  const int full_hi = keys.full_hi;
 
   const Element* q_ptr = static_cast<const Element*>(p.q) + b * p.q_strides.batch +
                          h * p.q_strides.head + m0 * p.q_strides.row;
@@ -265,29 +257,7 @@ FMHA_DEVICE void fmha_fwd_sm80(const FmhaFwdParams& p, char* smem) {
     // partial last tile, whose out-of-range keys were zero-filled and must not count).
     const bool tile_full = n0 >= full_lo && n0 + kBlockN <= full_hi;
     if (!tile_full) {
-      // Bounds are made relative to this lane's first column so that each test compares against a
-      // compile-time column offset: two subtractions per row instead of an index per score.
-      const int col0 = n0 + (lane & 3) * 2;
-#pragma unroll
-      for (int mt = 0; mt < kMT; ++mt) {
-#pragma unroll
-        for (int hf = 0; hf < 2; ++hf) {
-          const int row = m0 + warp_row0 + mt * 16 + hf * 8 + (lane >> 2);
-          const FmhaKeyRange kr = fmha_row_keys_i32<kMaskKind>(row, p);
-          const int lo = kr.lo - col0;
-          const int hi = kr.hi - col0;
-#pragma unroll
-          for (int nt = 0; nt < kNT; ++nt) {
-#pragma unroll
-            for (int e = 0; e < 2; ++e) {
-              const int c = nt * 8 + e;
-              // Only the sliding window has a lower bound (elsewhere lo is 0 <= col).
-              const bool below = kMaskKind == FMHA_MASK_SLIDING_WINDOW && c < lo;
-              if (below || c >= hi) s[mt][nt][2 * hf + e] = fmha_neg_inf();
-            }
-          }
-        }
-      }
+      fmha_mask_fragments<kMaskKind>(s, m0 + warp_row0 + (lane >> 2), n0, lane, p);
     }
 
     float alpha[2 * kMT];

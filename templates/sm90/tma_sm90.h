@@ -4,13 +4,8 @@
 // and reductions complete in bulk groups of the issuing thread.
 #pragma once
 
+#include "common/fmha_params.h"
 #include "common/platform.h"
-
-// The driver's CUtensorMap: 128 opaque bytes, 64-byte aligned. The run-time compilers see no
-// driver headers, so the kernels declare the same layout.
-struct alignas(64) FmhaTensorMap {
-  unsigned long long opaque[16];
-};
 
 // The generic address of a tensor map parameter, the form the copy instructions take.
 FMHA_DEVICE unsigned long long fmha_tensor_map_addr(const FmhaTensorMap& map) {

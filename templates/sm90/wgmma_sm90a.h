@@ -56,6 +56,16 @@ FMHA_DEVICE void fmha_wgmma_fence_operands(float (&d)[kN]) {
   for (int i = 0; i < kN; ++i) asm volatile("" : "+f"(d[i])::"memory");
 }
 
+// The same for A fragments in registers (RS MMAs), which the tensor cores read after issue.
+template <int kN>
+FMHA_DEVICE void fmha_wgmma_fence_operands(unsigned (&a)[kN][4]) {
+#pragma unroll
+  for (int i = 0; i < kN; ++i) {
+#pragma unroll
+    for (int e = 0; e < 4; ++e) asm volatile("" : "+r"(a[i][e])::"memory");
+  }
+}
+
 // D (+)= A B for one k16 step. kTransB = 0: B stored K-major ([n][k], like K in Q K^T);
 // 1: N-major ([k][n], like V in P V). scale_d = 0 ignores D's old value (first step).
 template <class Element, int kN, int kTransB>

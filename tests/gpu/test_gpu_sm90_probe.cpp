@@ -78,3 +78,68 @@ TEST_CASE("gpu sm90a: the TMA + wgmma probe GEMM matches a CPU GEMM", "[gpu]") {
   INFO("max |D - ref| = " << worst);
   CHECK(bad == 0);
 }
+
+// The forward's P V operands: A from registers and B N-major (trans-b), N = 128 so that the
+// descriptor's offset between 64-column slabs is exercised. Expected encoding (the PTX ISA's
+// canonical MN-major layouts): leading offset = slab to slab (8 KB here), stride offset = 8-row
+// group to group (1 KB). When that fails, the swapped encoding is tried and reported, so one
+// device run settles it either way.
+TEST_CASE("gpu sm90a: the RS + N-major wgmma probe matches a CPU GEMM", "[gpu]") {
+  device::DeviceApi& dev = device::require_device("the sm90a probe");
+  if (dev.arch() != "sm_90") {
+    WARN("the sm_90a probe needs an sm_90 GPU; this one is " << dev.arch());
+    return;
+  }
+  const auto compiled = test::compile_sm90_probe("sm_90a");
+  void* module = dev.load_module(compiled.binary);
+  void* gemm = dev.get_function(module, "fmha_sm90_probe_gemm_nmajor");
+  dev.set_max_dynamic_smem(gemm, test::kSm90ProbeNMajorSmemBytes);
+
+  const test::DeviceTensor a = test::random_tensor(64 * 64, /*bf16=*/true, 21);   // [m][k]
+  const test::DeviceTensor b = test::random_tensor(64 * 128, /*bf16=*/true, 22);  // [k][n]
+  auto map_of = [&](const DeviceBuffer& buf, std::uint64_t cols) {
+    device::TensorMapSpec s;
+    s.element = device::TensorMapElement::bf16;
+    s.base = buf.data();
+    s.rank = 2;
+    s.dims = {cols, 64, 0, 0, 0};
+    s.strides = {0, cols * 2, 0, 0, 0};
+    s.box = {64, 64, 0, 0, 0};
+    s.swizzle = device::TensorMapSwizzle::bytes128;
+    return dev.encode_tensor_map(s);
+  };
+  const device::TensorMap a_map = map_of(a.device, 64);
+  const device::TensorMap b_map = map_of(b.device, 128);
+
+  std::vector<double> ref(64 * 128, 0.0);
+  for (int m = 0; m < 64; ++m) {
+    for (int n = 0; n < 128; ++n) {
+      for (int k = 0; k < 64; ++k) {
+        ref[m * 128 + n] += static_cast<double>(a.host[m * 64 + k]) * b.host[k * 128 + n];
+      }
+    }
+  }
+  auto mismatches = [&](unsigned lbo, unsigned sbo) {
+    DeviceBuffer out = test::poisoned(64 * 128 * sizeof(float));
+    void* out_ptr = out.data();
+    void* args[] = {const_cast<device::TensorMap*>(&a_map), const_cast<device::TensorMap*>(&b_map),
+                    &out_ptr, &lbo, &sbo};
+    dev.launch(gemm, {1, 1, 1}, {128, 1, 1}, test::kSm90ProbeNMajorSmemBytes, nullptr, args);
+    dev.synchronize(nullptr);
+    std::vector<float> got(64 * 128);
+    out.download(got.data(), got.size() * sizeof(float));
+    int bad = 0;
+    for (std::size_t i = 0; i < got.size(); ++i) {
+      if (!(std::fabs(got[i] - ref[i]) <= 1e-4 * (1.0 + std::fabs(ref[i])))) ++bad;
+    }
+    return bad;
+  };
+  const int bad = mismatches(64 * 128, 1024);
+  if (bad != 0) {
+    const int swapped = mismatches(1024, 64 * 128);
+    WARN("expected encoding: " << bad << " of 8192 wrong; swapped (lbo 1024, sbo 8192): "
+                               << swapped << " wrong");
+  }
+  dev.unload_module(module);
+  CHECK(bad == 0);
+}

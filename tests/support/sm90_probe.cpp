@@ -68,6 +68,74 @@ fmha_sm90_probe_gemm(const __grid_constant__ FmhaTensorMap a_map,
   }
 }
 
+// The P V shape of the forward: A [64 m][64 k] from registers (read out of its swizzled TMA tile
+// in the mma.sync A-fragment layout), B [64 k][128 n] N-major (like V: two 64-column slabs of
+// 128-byte rows), D = A B by four RS k16 steps with B transposed. lbo / sbo are the descriptor's
+// byte offsets under test: between the two 64-column slabs, and between 8-row groups along k.
+extern "C" __global__ void __launch_bounds__(128, 1)
+fmha_sm90_probe_gemm_nmajor(const __grid_constant__ FmhaTensorMap a_map,
+                            const __grid_constant__ FmhaTensorMap b_map, float* out, unsigned lbo,
+                            unsigned sbo) {
+  extern __shared__ __align__(1024) char smem[];
+  const unsigned a_smem = (fmha_smem_addr(smem) + 1023u) & ~1023u;
+  const unsigned b_smem = a_smem + 64 * 128;  // two slabs of 64 rows x 128 bytes
+  const unsigned bar = b_smem + 2 * 64 * 128;
+  const int tid = fmha_thread_idx();
+  if (tid == 0) {
+    fmha_mbarrier_init(bar, 1);
+    fmha_mbarrier_init_fence();
+  }
+  fmha_sync_threads();
+  if (tid == 0) {
+    fmha_mbarrier_arrive_expect_tx(bar, 3 * 64 * 128);
+    fmha_tma_load_2d(a_smem, a_map, bar, 0, 0);
+    fmha_tma_load_2d(b_smem, b_map, bar, 0, 0);
+    fmha_tma_load_2d(b_smem + 64 * 128, b_map, bar, 64, 0);
+  }
+  fmha_mbarrier_wait(bar, 0);
+
+  const int warp = fmha_warp_id();
+  const int lane = fmha_lane_id();
+  // Element (r, k) of a 128-byte-swizzled tile: 16-byte chunk k / 8 of row r, XOR r % 8.
+  auto a_word = [&](int r, int k) {
+    unsigned v;
+    asm volatile("ld.shared.b32 %0, [%1];\n"
+                 : "=r"(v)
+                 : "r"(a_smem + r * 128 + ((((k / 8) ^ (r & 7))) << 4) + (k % 8) * 2));
+    return v;
+  };
+  unsigned a[4][4];
+#pragma unroll
+  for (int ks = 0; ks < 4; ++ks) {
+    const int r = warp * 16 + lane / 4;
+    const int k = ks * 16 + (lane % 4) * 2;
+    a[ks][0] = a_word(r, k);
+    a[ks][1] = a_word(r + 8, k);
+    a[ks][2] = a_word(r, k + 8);
+    a[ks][3] = a_word(r + 8, k + 8);
+  }
+  float d[64];
+  fmha_wgmma_fence();
+#pragma unroll
+  for (int ks = 0; ks < 4; ++ks) {
+    const unsigned long long b_desc =
+        fmha_wgmma_desc(b_smem + ks * 16 * 128, lbo, sbo, kFmhaSwizzle128B);
+    FmhaWgmma<fmha_bf16, 128, 1>::rs(d, a[ks], b_desc, ks > 0);
+  }
+  fmha_wgmma_commit();
+  fmha_wgmma_wait<0>();
+  fmha_wgmma_fence_operands(d);
+#pragma unroll
+  for (int j = 0; j < 16; ++j) {
+    const int row = warp * 16 + lane / 4;
+    const int col = j * 8 + (lane % 4) * 2;
+    out[row * 128 + col] = d[4 * j];
+    out[row * 128 + col + 1] = d[4 * j + 1];
+    out[(row + 8) * 128 + col] = d[4 * j + 2];
+    out[(row + 8) * 128 + col + 1] = d[4 * j + 3];
+  }
+}
+
 // Every other wgmma instance once (its operand list must assemble), and the bulk store / reduce.
 template <class E, int kN>
 __device__ void fmha_sm90_probe_mma(float* out, unsigned smem, const unsigned (&a)[4]) {

@@ -1,6 +1,7 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include "codegen/heuristics.hpp"
 #include "fmha_jit/config.hpp"
 #include "fmha_jit/error.hpp"
 
@@ -160,7 +161,8 @@ TEST_CASE("config: canonical form", "[config]") {
   fwd.deterministic = true;
   const auto cf = canonicalize(fwd);
   CHECK_FALSE(cf.deterministic);
-  CHECK(cf.impl == KernelImpl::mma_sm80);  // the tensor-core forward on NVIDIA archs
+  CHECK(cf.impl == KernelImpl::wgmma_sm90a);  // the Hopper forward for the default sm_90
+  CHECK(cf.arch == "sm_90a");
   CHECK(cf.block_m > 0);
   CHECK(cf.block_n > 0);
   CHECK(cf.num_warps > 0);
@@ -169,7 +171,7 @@ TEST_CASE("config: canonical form", "[config]") {
 
   FmhaKernelConfig fwd2 = fwd;
   fwd2.deterministic = false;
-  fwd2.impl = KernelImpl::mma_sm80;
+  fwd2.impl = KernelImpl::wgmma_sm90a;
   fwd2.block_n = cf.block_n;  // explicit = heuristic value
   CHECK(canonical_string(fwd) == canonical_string(fwd2));
 
@@ -293,4 +295,72 @@ TEST_CASE("config: AMD arch gets wavefront-sized warps", "[config]") {
   CHECK(vendor_of("gfx90a") == Vendor::amd);
   CHECK(vendor_of("sm_90a") == Vendor::nvidia);
   CHECK_FALSE(vendor_of("tpu").has_value());
+}
+
+TEST_CASE("config: the Hopper forward (wgmma_sm90a) and when auto falls back", "[config]") {
+  FmhaKernelConfig c;
+  c.family = Family::fwd;
+  for (const char* arch : {"sm_90", "sm_90a"}) {
+    for (int hdim : {64, 128, 256}) {
+      c.arch = arch;
+      c.hdim_q = c.hdim_v = hdim;
+      INFO(arch << " hdim " << hdim);
+      const auto r = canonicalize(c);
+      CHECK(r.impl == KernelImpl::wgmma_sm90a);
+      CHECK(r.arch == "sm_90a");  // wgmma exists only in the arch-specific ISA
+      CHECK(r.block_m == 128);
+      CHECK(r.num_warps == 12);
+      CHECK(r.block_n == (hdim == 256 ? 64 : 128));
+      CHECK(codegen::impl_fallback_reason(c).empty());
+    }
+  }
+  // Auto falls back, with a reason, where the Hopper kernels do not reach.
+  c.arch = "sm_90";
+  c.hdim_q = c.hdim_v = 96;
+  CHECK(canonicalize(c).impl == KernelImpl::mma_sm80);
+  CHECK(canonicalize(c).arch == "sm_90");
+  CHECK_THAT(codegen::impl_fallback_reason(c), Catch::Contains("hdim 96"));
+  c.hdim_q = 192;
+  c.hdim_v = 128;
+  CHECK_THAT(codegen::impl_fallback_reason(c), Catch::Contains("hdim_q != hdim_v"));
+  c.family = Family::bwd;
+  c.hdim_q = c.hdim_v = 128;
+  CHECK(canonicalize(c).impl == KernelImpl::mma_sm80);
+  CHECK_THAT(codegen::impl_fallback_reason(c), Catch::Contains("backward"));
+  c.family = Family::fwd;
+  c.arch = "sm_80";
+  CHECK(canonicalize(c).impl == KernelImpl::mma_sm80);
+  CHECK(codegen::impl_fallback_reason(c).empty());  // nothing to fall back from
+
+  // Asked for explicitly where it cannot run, or with tiles it does not have.
+  c.arch = "sm_90";
+  c.impl = KernelImpl::wgmma_sm90a;
+  CHECK(rejected_field(c) == "(accepted)");
+  auto bad = c;
+  bad.arch = "sm_80";
+  CHECK(rejected_field(bad) == "impl");
+  bad = c;
+  bad.family = Family::bwd;
+  CHECK(rejected_field(bad) == "impl");
+  bad = c;
+  bad.hdim_q = bad.hdim_v = 32;
+  CHECK(rejected_field(bad) == "impl");
+  bad = c;
+  bad.block_m = 64;
+  CHECK(rejected_field(bad) == "block_m");
+  bad = c;
+  bad.num_warps = 8;
+  CHECK(rejected_field(bad) == "num_warps");
+  bad = c;
+  bad.hdim_q = bad.hdim_v = 256;
+  bad.block_n = 128;  // O 128 + S 64 + P 32 registers: more than a consumer thread has
+  CHECK(rejected_field(bad) == "block_n");
+  bad = c;
+  bad.num_stages = 5;
+  CHECK(rejected_field(bad) == "num_stages");
+  bad = c;
+  bad.num_stages = 4;  // 32 KB of Q + 4 x 64 KB of K and V > 227 KB
+  CHECK(rejected_field(bad) == "num_stages");
+  bad.num_stages = 3;
+  CHECK(rejected_field(bad) == "(accepted)");
 }

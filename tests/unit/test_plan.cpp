@@ -54,6 +54,27 @@ TEST_CASE("plan: the tensor-core backward runs three stages", "[plan]") {
   CHECK(stages[1].dynamic_smem_bytes > 48 * 1024);  // needs the driver's opt-in
 }
 
+TEST_CASE("plan: the Hopper forward is persistent, one CTA per SM at most", "[plan]") {
+  FmhaKernelConfig c;
+  c.family = Family::fwd;
+  c.dtype = DType::bf16;
+  c.hdim_q = c.hdim_v = 128;
+  c.arch = "sm_90";
+  c = canonicalize(c);
+  REQUIRE(c.impl == KernelImpl::wgmma_sm90a);
+  const unsigned tiles = (1000 + 127) / 128 * 8 * 3;  // m-blocks x heads x batch = 192
+  auto stages = dispatch::plan_stages(c, problem(), 132);
+  REQUIRE(stages.size() == 1);
+  CHECK(stages[0].role == StageRole::fwd);
+  CHECK(stages[0].grid.x == 132);
+  CHECK(stages[0].grid.y == 1);
+  CHECK(stages[0].block.x == 384);  // a producer and two consumer warpgroups
+  // Q 32 KB, two stages of K and V 32 KB each, 10 barriers, 1 KB of alignment.
+  CHECK(stages[0].dynamic_smem_bytes == 32768 + 4 * 32768 + 80 + 1024);
+  CHECK(dispatch::plan_stages(c, problem(), 0)[0].grid.x == tiles);
+  CHECK(dispatch::plan_stages(c, problem(), 1000)[0].grid.x == tiles);
+}
+
 TEST_CASE("plan: workspace of each dQ mode", "[plan]") {
   const FmhaProblem p = problem();
   const auto atomic = bwd_workspace_size(p, bwd_config(false));

@@ -44,6 +44,9 @@ def main():
     p.add_argument("--model-dim", type=int, default=2048)
     p.add_argument("--repeat", type=int, default=10)
     p.add_argument("--warmup", type=int, default=3)
+    p.add_argument("--fwd-also", default="",
+                   help="a second forward impl measured next to auto's (e.g. mma_sm80 on Hopper, "
+                        "where auto picks wgmma_sm90a): its own columns in the table")
     p.add_argument("--out", required=True, help="prefix of the files written")
     a = p.parse_args()
 
@@ -51,6 +54,8 @@ def main():
             "tokens": a.tokens, "model_dim": a.model_dim}
     sweep = [dict(grid, family="fwd"), dict(grid, family="bwd"),
              dict(grid, family="bwd", deterministic=True)]
+    if a.fwd_also:
+        sweep.append(dict(grid, family="fwd", impl=a.fwd_also))
     hq = hk = None
     if a.gqa:
         hq, hk = map(int, a.gqa.split(":"))
@@ -58,6 +63,8 @@ def main():
                "tokens": a.tokens, "nhead_q": hq, "nhead_k": hk}
         sweep += [dict(gqa, family="fwd"), dict(gqa, family="bwd"),
                   dict(gqa, family="bwd", deterministic=True)]
+        if a.fwd_also:
+            sweep.append(dict(gqa, family="fwd", impl=a.fwd_also))
     sweep_file = a.out + "_sweep.json"
     with open(sweep_file, "w") as f:
         json.dump(sweep, f)
@@ -91,10 +98,12 @@ def main():
             return r.get(fam + "_tflops"), r.get("how", "")
         return None, ""
 
-    def ours_value(family, det, dtype, hdim, seqlen, causal, nhead_k=None):
+    def ours_value(family, det, dtype, hdim, seqlen, causal, nhead_k=None, impl="auto"):
         for r in ours:
             if (r.get("family"), bool(r.get("deterministic")), r["dtype"], r["hdim_q"], r["seqlen_q"],
                     r["sweep_point"]["causal"]) != (family, det, dtype, hdim, seqlen, causal):
+                continue
+            if r["sweep_point"].get("impl", "auto") != impl:
                 continue
             if (nhead_k is None) != (r["nhead_k"] == r["nhead_q"]):
                 continue
@@ -104,6 +113,14 @@ def main():
     lines = []
     head = ("| dtype | hdim | seqlen | causal | B x Hq:Hk | fwd ours | flash | cuDNN | /flash | /cuDNN "
             "| bwd ours | flash | cuDNN | /flash | /cuDNN | det ours | flash det | /flash det | det/bwd |")
+    if a.fwd_also:
+        head += f" fwd {a.fwd_also} | /flash |"
+
+    def also(dt, hd, s, c, f_fl, nhead_k=None):
+        if not a.fwd_also:
+            return ""
+        v = ours_value("fwd", False, dt, hd, s, c, nhead_k, impl=a.fwd_also)
+        return f" {fmt(v)} | {ratio(v, f_fl)} |"
     sep = "|" + "---|" * (head.count("|") - 1)
     lines += [head, sep]
     for dt in a.dtype:
@@ -123,7 +140,7 @@ def main():
                         f"| {dt} | {hd} | {s} | {'yes' if c else 'no'} | {b} x {h}:{h} | {fmt(f_o)} | "
                         f"{fmt(f_fl)} | {fmt(f_cd)} | {ratio(f_o, f_fl)} | {ratio(f_o, f_cd)} | {fmt(b_o)} | "
                         f"{fmt(b_fl)} | {fmt(b_cd)} | {ratio(b_o, b_fl)} | {ratio(b_o, b_cd)} | {fmt(d_o)} | "
-                        f"{fmt(d_fl)} | {ratio(d_o, d_fl)} | {ratio(d_o, b_o)} |")
+                        f"{fmt(d_fl)} | {ratio(d_o, d_fl)} | {ratio(d_o, b_o)} |" + also(dt, hd, s, c, f_fl))
     if a.gqa:
         lines += ["", "GQA (torch: `enable_gqa=True`, or K/V expanded where a backend refuses it; "
                   "torch flash det = n/a, anchor_gqa.py has no deterministic mode):", "", head, sep]
@@ -143,7 +160,8 @@ def main():
                         f"| {dt} | 128 | {s} | {'yes' if c else 'no'} | {b} x {hq}:{hk} | {fmt(f_o)} | "
                         f"{fmt(f_fl)}{mark(how_f)} | {fmt(f_cd)}{mark(how_c)} | {ratio(f_o, f_fl)} | "
                         f"{ratio(f_o, f_cd)} | {fmt(b_o)} | {fmt(b_fl)} | {fmt(b_cd)} | {ratio(b_o, b_fl)} | "
-                        f"{ratio(b_o, b_cd)} | {fmt(d_o)} | n/a | n/a | {ratio(d_o, b_o)} |")
+                        f"{ratio(b_o, b_cd)} | {fmt(d_o)} | n/a | n/a | {ratio(d_o, b_o)} |"
+                        + also(dt, 128, s, c, f_fl, hk))
     header = (f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC, "
               f"{ours[0].get('gpu', '?') if ours else '?'}; command: {' '.join(sys.argv)}\n\n")
     with open(a.out + ".md", "w") as f:

@@ -1,0 +1,56 @@
+// Kernel arguments of the wgmma_sm90a forward: the common parameters plus the tensor maps its
+// bulk copies read (templates/fwd/fmha_fwd_sm90a.h), encoded through the driver per launch.
+#include <cstring>
+
+#include "dispatcher/launch.hpp"
+
+namespace fmha_jit::dispatch {
+namespace {
+
+// Every map is 4-D (head dim, sequence, head, batch) with boxes of 64 head-dim columns (128 bytes,
+// the swizzle span) by `rows` sequence rows of one head: the slabs the kernel's descriptors expect.
+FmhaTensorMap tensor_map(device::DeviceApi& api, DType dtype, const void* base,
+                         const FmhaStrides& strides, int hdim, int seqlen, int heads, int batch,
+                         int rows) {
+  device::TensorMapSpec spec;
+  spec.element = dtype == DType::bf16 ? device::TensorMapElement::bf16
+                                      : device::TensorMapElement::fp16;
+  spec.base = base;
+  spec.rank = 4;
+  spec.dims = {static_cast<std::uint64_t>(hdim), static_cast<std::uint64_t>(seqlen),
+               static_cast<std::uint64_t>(heads), static_cast<std::uint64_t>(batch), 0};
+  constexpr std::uint64_t kElementBytes = 2;
+  spec.strides = {0, static_cast<std::uint64_t>(strides.row) * kElementBytes,
+                  static_cast<std::uint64_t>(strides.head) * kElementBytes,
+                  static_cast<std::uint64_t>(strides.batch) * kElementBytes, 0};
+  spec.box = {64, static_cast<std::uint32_t>(rows), 1, 1, 0};
+  spec.swizzle = device::TensorMapSwizzle::bytes128;
+  const device::TensorMap encoded = api.encode_tensor_map(spec);
+  FmhaTensorMap map;
+  static_assert(sizeof map.opaque == sizeof encoded.words);
+  std::memcpy(map.opaque, encoded.words.data(), sizeof map.opaque);
+  return map;
+}
+
+}  // namespace
+
+FmhaFwdSm90Params make_fwd_sm90a_params(const FmhaKernelConfig& c, const FmhaFwdParams& fwd,
+                                        device::DeviceApi& api) {
+  FmhaFwdSm90Params params{};
+  const int hdim = c.hdim_q;
+  params.q_map = tensor_map(api, c.dtype, fwd.q, fwd.q_strides, hdim, fwd.seqlen_q, fwd.nhead_q,
+                            fwd.batch, c.block_m);
+  params.k_map = tensor_map(api, c.dtype, fwd.k, fwd.k_strides, hdim, fwd.seqlen_k, fwd.nhead_k,
+                            fwd.batch, c.block_n);
+  params.v_map = tensor_map(api, c.dtype, fwd.v, fwd.v_strides, c.hdim_v, fwd.seqlen_k,
+                            fwd.nhead_k, fwd.batch, c.block_n);
+  // Each consumer warpgroup stores its own 64 rows.
+  params.o_map = tensor_map(api, c.dtype, fwd.o, fwd.o_strides, c.hdim_v, fwd.seqlen_q,
+                            fwd.nhead_q, fwd.batch, 64);
+  params.fwd = fwd;
+  params.num_m_blocks = (fwd.seqlen_q + c.block_m - 1) / c.block_m;
+  params.num_tiles = params.num_m_blocks * fwd.nhead_q * fwd.batch;
+  return params;
+}
+
+}  // namespace fmha_jit::dispatch

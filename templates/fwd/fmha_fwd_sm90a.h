@@ -1,0 +1,421 @@
+// Forward kernel for Hopper (sm_90a): TMA loads completing on mbarriers, wgmma with accumulators
+// in registers, one producer warp and two consumer warpgroups, persistent over the tiles.
+//
+// Launch geometry (the dispatcher relies on exactly this):
+//   grid  = (min(num_tiles, multiprocessors), 1, 1): persistent CTAs; CTA c takes tiles c,
+//           c + gridDim.x, ... of the list num_m_blocks x nhead_q x batch (fmha_fwd_sm90a_tile)
+//   block = 384 threads: warpgroup 0 produces (one thread issues every copy), warpgroups 1 and 2
+//           consume, 64 query rows each (kBlockM = 128)
+//   dynamic shared memory = FmhaFwdSm90aShape::kSmemBytes (Q, kStages K and V stages, barriers,
+//           1 KB to align the 128-byte-swizzled tiles to the 1024-byte period of the pattern)
+//   parameter: `const __grid_constant__ FmhaFwdSm90Params` (the copies read the tensor maps in
+//           place; a copy of them in registers or local memory would not be a valid map address)
+//
+// Shared memory holds every tile as slabs of 64 columns (128 bytes per row, 128-byte swizzle: one
+// TMA box each), which is the K-major layout wgmma reads for Q and K (A and B of Q K^T) and the
+// N-major layout it reads for V (B of P V, transposed), so no tile is ever rearranged.
+//
+// Per consumer warpgroup and key tile i (FlashAttention-3's schedule):
+//   issue S_i = Q K_i^T (SS wgmma) and O += P_{i-1} V_{i-1} (RS wgmma: P from registers)
+//   -> wait for S_i only -> mask (boundary tiles) and online softmax of S_i, while the tensor
+//   cores still run P_{i-1} V_{i-1} -> wait for it -> rescale O, pack P_i to 16 bits.
+// The two warpgroups also take turns issuing their MMAs (named barriers, "ping-pong"), so one
+// warpgroup's softmax runs while the other's MMAs occupy the tensor cores.
+//
+// Pipeline: full barriers count the bytes TMA delivers (one arrival: the producer's expect-tx);
+// empty barriers count one arrival per consumer warp (8) once its MMAs no longer read the slot.
+// Q has a full barrier and an empty one: the O tile of a finished tile is staged in the Q region
+// and stored by TMA, and the next tile's Q may land only after that store has read it.
+#pragma once
+
+#include "common/copy_sm80.h"
+#include "common/fmha_params.h"
+#include "common/mask_fragments.h"
+#include "common/mma_sm80.h"
+#include "common/softmax.h"
+#include "sm90/mbarrier_sm90.h"
+#include "sm90/tma_sm90.h"
+#include "sm90/warpgroup_sm90a.h"
+#include "sm90/wgmma_sm90a.h"
+
+// Compile-time shape of one instantiation. Mirrored on the host by
+// codegen::wgmma_sm90a_fwd_smem_bytes (codegen/tile_shapes.cpp).
+template <int kHdim, int kBlockN, int kStages>
+struct FmhaFwdSm90aShape {
+  enum {
+    kBlockM = 128,
+    kThreads = 384,
+    kSlabs = kHdim / 64,  // 64-column slabs of a Q, K, V or O tile
+    kQSlabBytes = kBlockM * 128,
+    kKVSlabBytes = kBlockN * 128,
+    kQBytes = kSlabs * kQSlabBytes,
+    kKVBytes = kSlabs * kKVSlabBytes,  // one stage of K (or of V)
+    kKOffset = kQBytes,
+    kVOffset = kKOffset + kStages * kKVBytes,
+    kBarOffset = kVOffset + kStages * kKVBytes,
+    kBarriers = 2 + 4 * kStages,  // q_full, q_empty, then k_full, k_empty, v_full, v_empty
+    kSmemBytes = kBarOffset + kBarriers * 8 + 1024,
+    kNT = kBlockN / 8,                // n8 score fragments per warp row block
+    kON = kHdim < 128 ? kHdim : 128,  // N of one P V instruction (wgmma takes N <= 256; 128
+                                      // keeps one accumulator array per instruction)
+    kOChunks = kHdim / kON,
+    kKStepsQK = kHdim / 16,
+    kKStepsPV = kBlockN / 16,
+    kConsumerArrivals = 8,  // one per consumer warp
+    kStageCount = kStages,
+  };
+  static_assert(kHdim == 64 || kHdim == 128 || kHdim == 256, "hdim 64, 128 or 256");
+  static_assert(kBlockN == 64 || kBlockN == 128, "wgmma N of Q K^T: 64 or 128");
+  static_assert(kStages >= 1 && kStages <= 4, "1 to 4 K/V stages");
+};
+
+// Barrier ids of the named barriers (0 is __syncthreads): the ping-pong turn of each consumer
+// warpgroup, and each one's epilogue.
+enum {
+  kFmhaSm90aBarTurn0 = 1,
+  kFmhaSm90aBarEpilogue0 = 3,
+};
+
+// Tile t of the persistent work list. Causal masks make higher m-blocks heavier (they see more
+// keys), so those run first across all heads and the light ones fill the tail; otherwise the
+// m-blocks of one head are adjacent, so concurrently running CTAs share its K and V in L2.
+template <int kMaskKind>
+FMHA_DEVICE void fmha_fwd_sm90a_tile(int t, int num_m_blocks, int nhead_q, int batch, int& m_block,
+                                     int& h, int& b) {
+  const bool heavy_first =
+      kMaskKind == FMHA_MASK_CAUSAL_TOP_LEFT || kMaskKind == FMHA_MASK_CAUSAL_BOTTOM_RIGHT;
+  int bh;
+  if (heavy_first) {
+    const int heads = nhead_q * batch;
+    m_block = num_m_blocks - 1 - t / heads;
+    bh = t % heads;
+  } else {
+    m_block = t % num_m_blocks;
+    bh = t / num_m_blocks;
+  }
+  h = bh % nhead_q;
+  b = bh / nhead_q;
+}
+
+// Shared-memory addresses of the barriers.
+template <class Shape>
+struct FmhaFwdSm90aBarriers {
+  unsigned base;
+  FMHA_DEVICE unsigned q_full() const { return base; }
+  FMHA_DEVICE unsigned q_empty() const { return base + 8; }
+  FMHA_DEVICE unsigned k_full(int s) const { return base + 16 + 8 * s; }
+  FMHA_DEVICE unsigned k_empty(int s) const { return k_full(Shape::kStageCount + s); }
+  FMHA_DEVICE unsigned v_full(int s) const { return k_full(2 * Shape::kStageCount + s); }
+  FMHA_DEVICE unsigned v_empty(int s) const { return k_full(3 * Shape::kStageCount + s); }
+};
+
+// Position in the K/V ring: slot and the parity of its current fill.
+struct FmhaRingPos {
+  int slot;
+  unsigned phase;
+  template <int kStages>
+  FMHA_DEVICE void advance() {
+    if (++slot == kStages) {
+      slot = 0;
+      phase ^= 1u;
+    }
+  }
+};
+
+// The producer: one thread issues every copy, tile after tile, in the consumers' order. Empty
+// barriers are waited on with the opposite parity, which a fresh barrier passes at once: every
+// slot starts free.
+template <class Shape, int kMaskKind>
+FMHA_DEVICE void fmha_fwd_sm90a_produce(const FmhaFwdSm90Params& P, unsigned smem_q,
+                                        const FmhaFwdSm90aBarriers<Shape>& bars) {
+  const FmhaFwdParams& p = P.fwd;
+  const unsigned smem_k = smem_q + Shape::kKOffset;
+  const unsigned smem_v = smem_q + Shape::kVOffset;
+  FmhaRingPos ring{0, 0u};
+  int iter = 0;
+  for (int t = fmha_block_idx_x(); t < P.num_tiles; t += static_cast<int>(gridDim.x), ++iter) {
+    int m_block, h, b;
+    fmha_fwd_sm90a_tile<kMaskKind>(t, P.num_m_blocks, p.nhead_q, p.batch, m_block, h, b);
+    const int hk = h / (p.nhead_q / p.nhead_k);
+    const int m0 = m_block * Shape::kBlockM;
+    const FmhaBlockKeys keys = fmha_block_keys<kMaskKind, Shape::kBlockM, Shape::kNT * 8>(m0, p);
+
+    if (iter > 0) fmha_mbarrier_wait(bars.q_empty(), (iter - 1) & 1);
+    // Rows past seqlen_q arrive as zeros; the full box counts towards the transaction bytes.
+    fmha_mbarrier_arrive_expect_tx(bars.q_full(), Shape::kQBytes);
+#pragma unroll
+    for (int sl = 0; sl < Shape::kSlabs; ++sl) {
+      fmha_tma_load_4d(smem_q + sl * Shape::kQSlabBytes, P.q_map, bars.q_full(), sl * 64, m0, h, b);
+    }
+    for (int n_block = keys.n_block_begin; n_block < keys.n_block_end; ++n_block) {
+      const int n0 = n_block * Shape::kNT * 8;
+      const unsigned k_dst = smem_k + ring.slot * Shape::kKVBytes;
+      const unsigned v_dst = smem_v + ring.slot * Shape::kKVBytes;
+      fmha_mbarrier_wait(bars.k_empty(ring.slot), ring.phase ^ 1u);
+      fmha_mbarrier_arrive_expect_tx(bars.k_full(ring.slot), Shape::kKVBytes);
+#pragma unroll
+      for (int sl = 0; sl < Shape::kSlabs; ++sl) {
+        fmha_tma_load_4d(k_dst + sl * Shape::kKVSlabBytes, P.k_map, bars.k_full(ring.slot),
+                         sl * 64, n0, hk, b);
+      }
+      fmha_mbarrier_wait(bars.v_empty(ring.slot), ring.phase ^ 1u);
+      fmha_mbarrier_arrive_expect_tx(bars.v_full(ring.slot), Shape::kKVBytes);
+#pragma unroll
+      for (int sl = 0; sl < Shape::kSlabs; ++sl) {
+        fmha_tma_load_4d(v_dst + sl * Shape::kKVSlabBytes, P.v_map, bars.v_full(ring.slot),
+                         sl * 64, n0, hk, b);
+      }
+      ring.advance<Shape::kStageCount>();
+    }
+  }
+}
+
+// One consumer warpgroup's MMAs. Descriptors: K-major operands (Q, K) step 32 bytes along k
+// inside a 128-byte swizzle atom and one slab per 64 columns; 8-row groups are 1024 bytes apart.
+// V is the N-major B operand: 16 key rows (2048 bytes) per k16 step, 64-column slabs
+// kKVSlabBytes apart along N.
+template <class Element, class Shape>
+struct FmhaFwdSm90aMma {
+  enum { kBlockN = Shape::kNT * 8 };
+  FMHA_DEVICE static unsigned long long q_desc(unsigned smem_q, int row0, int ks) {
+    return fmha_wgmma_desc(smem_q + (ks / 4) * Shape::kQSlabBytes + row0 * 128 + (ks % 4) * 32, 16,
+                           1024, kFmhaSwizzle128B);
+  }
+  FMHA_DEVICE static unsigned long long k_desc(unsigned smem_k, int ks) {
+    return fmha_wgmma_desc(smem_k + (ks / 4) * Shape::kKVSlabBytes + (ks % 4) * 32, 16, 1024,
+                           kFmhaSwizzle128B);
+  }
+  FMHA_DEVICE static unsigned long long v_desc(unsigned smem_v, int chunk, int ks) {
+    return fmha_wgmma_desc(
+        smem_v + chunk * (Shape::kON / 64) * Shape::kKVSlabBytes + ks * 16 * 128,
+        Shape::kKVSlabBytes, 1024, kFmhaSwizzle128B);
+  }
+  // S = Q K^T over the head dim (the first step overwrites S).
+  FMHA_DEVICE static void qk(float (&s)[kBlockN / 2], unsigned smem_q, int row0, unsigned smem_k) {
+#pragma unroll
+    for (int ks = 0; ks < Shape::kKStepsQK; ++ks) {
+      FmhaWgmma<Element, kBlockN, 0>::ss(s, q_desc(smem_q, row0, ks), k_desc(smem_k, ks), ks > 0);
+    }
+  }
+  // O += P V, P as the A operand from registers.
+  FMHA_DEVICE static void pv(float (&o)[Shape::kOChunks][Shape::kON / 2],
+                             const unsigned (&pa)[Shape::kKStepsPV][4], unsigned smem_v) {
+#pragma unroll
+    for (int ks = 0; ks < Shape::kKStepsPV; ++ks) {
+#pragma unroll
+      for (int c = 0; c < Shape::kOChunks; ++c) {
+        FmhaWgmma<Element, Shape::kON, 1>::rs(o[c], pa[ks], v_desc(smem_v, c, ks), 1);
+      }
+    }
+  }
+};
+
+// Counts this warp out of a K or V slot once its MMAs have read it.
+FMHA_DEVICE void fmha_fwd_sm90a_release(unsigned empty_bar) {
+  __syncwarp();
+  if (fmha_lane_id() == 0) fmha_mbarrier_arrive(empty_bar);
+}
+
+template <class Element, class Shape, int kMaskKind, bool kWriteLse>
+FMHA_DEVICE void fmha_fwd_sm90a_consume(const FmhaFwdSm90Params& P, unsigned smem_q,
+                                        const FmhaFwdSm90aBarriers<Shape>& bars, int cw) {
+  using Mma = FmhaFwdSm90aMma<Element, Shape>;
+  using Pack = FmhaMmaSm80<Element>;
+  enum {
+    kNT = Shape::kNT,
+    kBlockN = kNT * 8,
+    kON = Shape::kON,
+    kOChunks = Shape::kOChunks,
+    kKStepsPV = Shape::kKStepsPV,
+  };
+  const FmhaFwdParams& p = P.fwd;
+  const unsigned smem_k = smem_q + Shape::kKOffset;
+  const unsigned smem_v = smem_q + Shape::kVOffset;
+  const int lane = fmha_lane_id();
+  const int warp_in_wg = (fmha_thread_idx() / 32) % 4;
+  const int wg_row0 = cw * 64;  // this warpgroup's first row within the block
+  const int turn_mine = kFmhaSm90aBarTurn0 + cw;
+  const int turn_other = kFmhaSm90aBarTurn0 + (1 - cw);
+  const float scale_log2 = p.scale_log2;
+
+  // Warpgroup 0 issues first.
+  if (cw == 1) fmha_named_barrier_arrive(turn_other, 256);
+
+  FmhaRingPos ring{0, 0u};
+  int iter = 0;
+  for (int t = fmha_block_idx_x(); t < P.num_tiles; t += static_cast<int>(gridDim.x), ++iter) {
+    int m_block, h, b;
+    fmha_fwd_sm90a_tile<kMaskKind>(t, P.num_m_blocks, p.nhead_q, p.batch, m_block, h, b);
+    const int m0 = m_block * Shape::kBlockM;
+    const FmhaBlockKeys keys = fmha_block_keys<kMaskKind, Shape::kBlockM, kBlockN>(m0, p);
+    const int row0 = m0 + wg_row0 + warp_in_wg * 16 + (lane >> 2);  // this lane's first row
+
+    float o[kOChunks][kON / 2];
+#pragma unroll
+    for (int c = 0; c < kOChunks; ++c) {
+#pragma unroll
+      for (int i = 0; i < kON / 2; ++i) o[c][i] = 0.f;
+    }
+    float s[1][kNT][4];
+    float(&s_flat)[kBlockN / 2] = reinterpret_cast<float(&)[kBlockN / 2]>(s);
+    unsigned pa[kKStepsPV][4];
+    FmhaOnlineSoftmax<1, kNT> softmax;
+    softmax.init();
+
+    // Mask on tiles that some valid row does not see entirely, then fold into the softmax.
+    auto scores_to_probabilities = [&](int n_block, float(&alpha)[2]) {
+      const int n0 = n_block * kBlockN;
+      if (!(n0 >= keys.full_lo && n0 + kBlockN <= keys.full_hi)) {
+        fmha_mask_fragments<kMaskKind>(s, row0, n0, lane, p);
+      }
+      softmax.update(s, scale_log2, alpha);
+    };
+    auto pack_p = [&]() {
+#pragma unroll
+      for (int ks = 0; ks < kKStepsPV; ++ks) {
+        pa[ks][0] = Pack::pack(s[0][2 * ks][0], s[0][2 * ks][1]);
+        pa[ks][1] = Pack::pack(s[0][2 * ks][2], s[0][2 * ks][3]);
+        pa[ks][2] = Pack::pack(s[0][2 * ks + 1][0], s[0][2 * ks + 1][1]);
+        pa[ks][3] = Pack::pack(s[0][2 * ks + 1][2], s[0][2 * ks + 1][3]);
+      }
+    };
+
+    fmha_mbarrier_wait(bars.q_full(), iter & 1);
+    if (keys.n_block_end > keys.n_block_begin) {
+      // Key tile 0: S only.
+      fmha_mbarrier_wait(bars.k_full(ring.slot), ring.phase);
+      fmha_named_barrier_sync(turn_mine, 256);
+      fmha_wgmma_fence();
+      Mma::qk(s_flat, smem_q, wg_row0, smem_k + ring.slot * Shape::kKVBytes);
+      fmha_wgmma_commit();
+      fmha_named_barrier_arrive(turn_other, 256);
+      fmha_wgmma_wait<0>();
+      fmha_wgmma_fence_operands(s_flat);
+      fmha_fwd_sm90a_release(bars.k_empty(ring.slot));
+      float alpha[2];
+      scores_to_probabilities(keys.n_block_begin, alpha);
+      pack_p();
+      FmhaRingPos prev = ring;
+      ring.advance<Shape::kStageCount>();
+
+      for (int n_block = keys.n_block_begin + 1; n_block < keys.n_block_end; ++n_block) {
+        fmha_mbarrier_wait(bars.k_full(ring.slot), ring.phase);
+        fmha_mbarrier_wait(bars.v_full(prev.slot), prev.phase);
+        fmha_named_barrier_sync(turn_mine, 256);
+        fmha_wgmma_fence();
+        Mma::qk(s_flat, smem_q, wg_row0, smem_k + ring.slot * Shape::kKVBytes);
+        fmha_wgmma_commit();
+        Mma::pv(o, pa, smem_v + prev.slot * Shape::kKVBytes);
+        fmha_wgmma_commit();
+        fmha_named_barrier_arrive(turn_other, 256);
+        fmha_wgmma_wait<1>();  // S_i is ready; P_{i-1} V_{i-1} may still run
+        fmha_wgmma_fence_operands(s_flat);
+        fmha_fwd_sm90a_release(bars.k_empty(ring.slot));
+        scores_to_probabilities(n_block, alpha);
+        fmha_wgmma_wait<0>();
+#pragma unroll
+        for (int c = 0; c < kOChunks; ++c) fmha_wgmma_fence_operands(o[c]);
+        fmha_wgmma_fence_operands(pa);
+        fmha_fwd_sm90a_release(bars.v_empty(prev.slot));
+#pragma unroll
+        for (int c = 0; c < kOChunks; ++c) {
+#pragma unroll
+          for (int i = 0; i < kON / 2; ++i) o[c][i] *= alpha[(i >> 1) & 1];
+        }
+        pack_p();
+        prev = ring;
+        ring.advance<Shape::kStageCount>();
+      }
+
+      // The last tile's P V.
+      fmha_mbarrier_wait(bars.v_full(prev.slot), prev.phase);
+      fmha_named_barrier_sync(turn_mine, 256);
+      fmha_wgmma_fence();
+      Mma::pv(o, pa, smem_v + prev.slot * Shape::kKVBytes);
+      fmha_wgmma_commit();
+      fmha_named_barrier_arrive(turn_other, 256);
+      fmha_wgmma_wait<0>();
+#pragma unroll
+      for (int c = 0; c < kOChunks; ++c) fmha_wgmma_fence_operands(o[c]);
+      fmha_fwd_sm90a_release(bars.v_empty(prev.slot));
+    }
+
+    // Epilogue: normalise, write the LSE, stage O as 16 bits in this warpgroup's rows of the Q
+    // region (the same swizzled slabs the O tensor map describes), then one thread stores it.
+    float inv_sum[2];
+    float lse[2];
+    softmax.finalize(scale_log2, inv_sum, lse);
+    // Every warp of the warpgroup is past its last MMA, so no wgmma still reads these Q rows.
+    fmha_named_barrier_sync(kFmhaSm90aBarEpilogue0 + cw, 128);
+#pragma unroll
+    for (int hf = 0; hf < 2; ++hf) {
+      const int r = wg_row0 + warp_in_wg * 16 + hf * 8 + (lane >> 2);  // row in the block
+#pragma unroll
+      for (int c = 0; c < kOChunks; ++c) {
+#pragma unroll
+        for (int j = 0; j < kON / 8; ++j) {
+          const int col = c * kON + j * 8;
+          const unsigned addr = smem_q + (col / 64) * Shape::kQSlabBytes + r * 128 +
+                                ((((col % 64) / 8) ^ (r & 7)) << 4) + (lane & 3) * 4;
+          fmha_st_shared_b32(addr, Pack::pack(o[c][4 * j + 2 * hf] * inv_sum[hf],
+                                              o[c][4 * j + 2 * hf + 1] * inv_sum[hf]));
+        }
+      }
+      if (kWriteLse && p.lse != nullptr && (lane & 3) == 0 && row0 + hf * 8 < p.seqlen_q) {
+        p.lse[(static_cast<fmha_index_t>(b) * p.nhead_q + h) * p.seqlen_q + row0 + hf * 8] =
+            lse[hf];
+      }
+    }
+    fmha_fence_proxy_async_shared();
+    fmha_named_barrier_sync(kFmhaSm90aBarEpilogue0 + cw, 128);
+    if (fmha_thread_idx() % 128 == 0) {
+      // Rows past seqlen_q fall outside the O tensor map and are not written.
+#pragma unroll
+      for (int sl = 0; sl < Shape::kSlabs; ++sl) {
+        fmha_tma_store_4d(P.o_map, smem_q + sl * Shape::kQSlabBytes + wg_row0 * 128, sl * 64,
+                          m0 + wg_row0, h, b);
+      }
+      fmha_bulk_commit_group();
+      fmha_bulk_wait_group_read<0>();  // the next tile's Q may overwrite the staging rows
+      fmha_mbarrier_arrive(bars.q_empty());
+    }
+  }
+  if (fmha_thread_idx() % 128 == 0) fmha_bulk_wait_group<0>();
+}
+
+template <class Element, int kHdim, int kMaskKind, bool kWriteLse, int kBlockN, int kStages>
+FMHA_DEVICE void fmha_fwd_sm90a(const FmhaFwdSm90Params& P, char* smem_raw) {
+  using Shape = FmhaFwdSm90aShape<kHdim, kBlockN, kStages>;
+  // The 128-byte swizzle repeats every 1024 bytes and the descriptors and the O staging assume
+  // tiles that start on that period; dynamic shared memory is only 16-byte aligned.
+  const unsigned smem_q = (fmha_smem_addr(smem_raw) + 1023u) & ~1023u;
+  const FmhaFwdSm90aBarriers<Shape> bars{smem_q + Shape::kBarOffset};
+  const int tid = fmha_thread_idx();
+  if (tid == 0) {
+    fmha_tma_prefetch_map(P.q_map);
+    fmha_tma_prefetch_map(P.k_map);
+    fmha_tma_prefetch_map(P.v_map);
+    fmha_tma_prefetch_map(P.o_map);
+    fmha_mbarrier_init(bars.q_full(), 1);
+    fmha_mbarrier_init(bars.q_empty(), 2);  // one per consumer warpgroup (its storing thread)
+#pragma unroll
+    for (int s = 0; s < kStages; ++s) {
+      fmha_mbarrier_init(bars.k_full(s), 1);
+      fmha_mbarrier_init(bars.v_full(s), 1);
+      fmha_mbarrier_init(bars.k_empty(s), Shape::kConsumerArrivals);
+      fmha_mbarrier_init(bars.v_empty(s), Shape::kConsumerArrivals);
+    }
+    fmha_mbarrier_init_fence();
+  }
+  fmha_sync_threads();
+  const int wg = fmha_warpgroup_idx();
+  if (wg == 0) {
+    // (32 + 2 x 240) registers x 128 threads fill the 64K register file. The consumers need the
+    // 240: at hdim 256, O alone is 128 of them (232 spilled).
+    fmha_setmaxnreg_dec<32>();
+    if (tid == 0) fmha_fwd_sm90a_produce<Shape, kMaskKind>(P, smem_q, bars);
+    return;
+  }
+  fmha_setmaxnreg_inc<240>();
+  fmha_fwd_sm90a_consume<Element, Shape, kMaskKind, kWriteLse>(P, smem_q, bars, wg - 1);
+}

@@ -1,0 +1,97 @@
+// The Hopper forward (impl wgmma_sm90a) on the GPU against the references: every dtype, head dim
+// and mask at odd sizes (partial tiles, zero-filled TMA boxes, clipped O stores), GQA and bshd
+// strides through the tensor maps, more tiles than SMs (the persistent loop and its barrier
+// phases across tiles), and what `auto` picks on this GPU.
+#include <catch2/catch.hpp>
+
+#include "codegen/heuristics.hpp"
+#include "fmha_jit/dispatcher.hpp"
+#include "gpu/attention_harness.hpp"
+#include "support/test_support.hpp"
+
+using namespace fmha_jit;
+using test::AttentionCase;
+
+namespace {
+
+const std::vector<MaskKind> kMasks = {MaskKind::none, MaskKind::causal_top_left,
+                                      MaskKind::causal_bottom_right, MaskKind::sliding_window};
+
+// The Hopper kernels need an sm_90 GPU; elsewhere these cases have nothing to run.
+bool on_hopper() {
+  if (detect_gpu_arch() == "sm_90") return true;
+  WARN("wgmma_sm90a needs an sm_90 GPU; this one is " << detect_gpu_arch());
+  return false;
+}
+
+}  // namespace
+
+TEST_CASE("gpu sm90a fwd: every dtype, head dim and mask at odd sizes", "[gpu]") {
+  if (!on_hopper()) return;
+  std::uint32_t seed = 20000;
+  for (DType dtype : {DType::fp16, DType::bf16}) {
+    for (int hdim : {64, 128, 256}) {
+      for (MaskKind mask : kMasks) {
+        const bool window = mask == MaskKind::sliding_window;
+        for (auto [sq, sk] :
+             std::vector<std::pair<int, int>>{{17, 45}, {128, 128}, {130, 77}, {300, 1000}}) {
+          const AttentionCase c{dtype, hdim, hdim, mask, 2, 4, 2, sq, sk, Layout::bhsd,
+                                window ? 20 : -1, window ? 7 : -1};
+          test::check_forward(c, KernelImpl::wgmma_sm90a, seed++);
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("gpu sm90a fwd: seqlen 1 and 1000, GQA 8:1, bshd, batch 1-3, no LSE", "[gpu]") {
+  if (!on_hopper()) return;
+  std::uint32_t seed = 25000;
+  for (int hdim : {64, 128, 256}) {
+    for (MaskKind mask : kMasks) {
+      const bool window = mask == MaskKind::sliding_window;
+      test::check_forward({DType::bf16, hdim, hdim, mask, 1, 8, 1, 1, 1, Layout::bshd},
+                          KernelImpl::wgmma_sm90a, seed++);
+      test::check_forward({DType::fp16, hdim, hdim, mask, 3, 8, 1, 1000, 999, Layout::bshd,
+                           window ? 100 : -1, window ? 0 : -1},
+                          KernelImpl::wgmma_sm90a, seed++);
+      test::check_forward({DType::bf16, hdim, hdim, mask, 2, 2, 2, 65, 300, Layout::bhsd,
+                           window ? 5 : -1, window ? 200 : -1, false},
+                          KernelImpl::wgmma_sm90a, seed++);
+    }
+  }
+}
+
+TEST_CASE("gpu sm90a fwd: seqlen 4097 and more tiles than SMs, against the GPU reference",
+          "[gpu]") {
+  if (!on_hopper()) return;
+  std::uint32_t seed = 29000;
+  for (int hdim : {64, 128, 256}) {
+    for (MaskKind mask : kMasks) {
+      const bool window = mask == MaskKind::sliding_window;
+      // 33 m-blocks x 4 heads x 2 batches = 264 tiles: each persistent CTA runs two or more.
+      test::check_forward({DType::bf16, hdim, hdim, mask, 2, 4, 2, 4097, 4097, Layout::bshd,
+                           window ? 1000 : -1, window ? 1000 : -1},
+                          KernelImpl::wgmma_sm90a, seed++);
+    }
+  }
+  test::check_forward({DType::fp16, 128, 128, MaskKind::causal_bottom_right, 2, 8, 1, 1000, 4097},
+                      KernelImpl::wgmma_sm90a, seed++);
+}
+
+TEST_CASE("gpu sm90a fwd: auto picks wgmma_sm90a on this GPU and falls back where it must",
+          "[gpu]") {
+  if (!on_hopper()) return;
+  FmhaKernelConfig c;
+  c.arch = detect_gpu_arch();
+  c.hdim_q = c.hdim_v = 128;
+  auto r = setup_fmha_dispatcher(c);
+  REQUIRE(r.success);
+  CHECK(r.config.impl == KernelImpl::wgmma_sm90a);
+  CHECK(r.config.arch == "sm_90a");
+  c.hdim_q = c.hdim_v = 96;
+  r = setup_fmha_dispatcher(c);
+  REQUIRE(r.success);
+  CHECK(r.config.impl == KernelImpl::mma_sm80);
+  CHECK_FALSE(codegen::impl_fallback_reason(c).empty());
+}
