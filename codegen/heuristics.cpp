@@ -61,8 +61,10 @@ void validate_impl_and_tiles(const FmhaKernelConfig& c) {
     check_tile("block_n", c.block_n, t.block_n, "reference");
     check_tile("num_warps", c.num_warps, t.num_warps, "reference");
     check_tile("num_stages", c.num_stages, t.num_stages, "reference");
-  } else if (r.impl == KernelImpl::wgmma_sm90a) {
+  } else if (r.impl == KernelImpl::wgmma_sm90a && r.family == Family::fwd) {
     check_wgmma_sm90a_fwd_tile(*find_arch(r.arch), r);
+  } else if (r.impl == KernelImpl::wgmma_sm90a) {
+    check_wgmma_sm90a_bwd_tile(*find_arch(r.arch), r);
   } else if (r.impl == KernelImpl::mma_sm80 && r.family == Family::fwd) {
     check_mma_sm80_fwd_tile(*arch, r);
   } else if (r.impl == KernelImpl::mma_sm80) {
@@ -82,7 +84,9 @@ FmhaKernelConfig resolve_impl_and_tiles(const FmhaKernelConfig& c) {
   // GPUs sm_90 binaries run on, so the promotion loses no reach.
   if (out.impl == KernelImpl::wgmma_sm90a) out.arch = "sm_90a";
   TileShape t{};
-  if (out.impl == KernelImpl::wgmma_sm90a) t = wgmma_sm90a_fwd_tile(c);
+  if (out.impl == KernelImpl::wgmma_sm90a) {
+    t = c.family == Family::fwd ? wgmma_sm90a_fwd_tile(c) : wgmma_sm90a_bwd_tile(c);
+  }
   if (out.impl == KernelImpl::reference) t = reference_tile(*arch);
   if (out.impl == KernelImpl::mma_sm80) {
     t = c.family == Family::fwd ? mma_sm80_fwd_tile(*arch, c) : mma_sm80_bwd_tile(*arch, c);

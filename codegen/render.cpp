@@ -51,15 +51,35 @@ std::string mma_sm80_stage_call(StageRole role) {
   return "";
 }
 
-// The Hopper forward; geometry in templates/fwd/fmha_fwd_sm90a.h, mirrored by dispatcher/plan.cpp.
-std::string wgmma_sm90a_stage_call() {
-  return "extern __shared__ __align__(1024) char smem[];\n  "
-         "fmha_fwd_sm90a<Element, kHdimQ, kMaskKind, kWriteLse, kBlockN, kStages>(p, smem);";
+// The Hopper stages; geometry in templates/fwd/fmha_fwd_sm90a.h and templates/bwd/fmha_bwd_sm90a.h,
+// mirrored by dispatcher/plan.cpp. The backward's row-wise stages are the sm_80 ones, reading the
+// common parameters inside the Hopper struct.
+std::string wgmma_sm90a_stage_call(StageRole role) {
+  const std::string smem = "extern __shared__ __align__(1024) char smem[];\n  ";
+  switch (role) {
+    case StageRole::fwd:
+      return smem +
+             "fmha_fwd_sm90a<Element, kHdimQ, kMaskKind, kWriteLse, kBlockN, kStages>(p, smem);";
+    case StageRole::bwd_dq_dk_dv:
+      return smem +
+             "fmha_bwd_sm90a_dq_dk_dv<Element, kHdimQ, kMaskKind, kDeterministic, kBlockM, "
+             "kStages>(p, smem);";
+    case StageRole::bwd_dot_do_o:
+    case StageRole::bwd_convert_dq: {
+      std::string call = mma_sm80_stage_call(role);
+      return call.replace(call.rfind("(p)"), 3, "(p.bwd)");
+    }
+    case StageRole::bwd_dq:
+    case StageRole::bwd_dkdv: break;
+  }
+  return "";
 }
 
 // The header that defines the stage templates of an implementation.
 const char* family_header(const FmhaKernelConfig& c) {
-  if (c.impl == KernelImpl::wgmma_sm90a) return "fwd/fmha_fwd_sm90a.h";
+  if (c.impl == KernelImpl::wgmma_sm90a) {
+    return c.family == Family::fwd ? "fwd/fmha_fwd_sm90a.h" : "bwd/fmha_bwd_sm90a.h";
+  }
   if (c.impl == KernelImpl::mma_sm80) {
     return c.family == Family::fwd ? "fwd/fmha_fwd_sm80.h" : "bwd/fmha_bwd_sm80.h";
   }
@@ -69,7 +89,7 @@ const char* family_header(const FmhaKernelConfig& c) {
 
 // The body of one stage's extern "C" wrapper.
 std::string stage_body(const FmhaKernelConfig& c, StageRole role) {
-  if (c.impl == KernelImpl::wgmma_sm90a) return wgmma_sm90a_stage_call();
+  if (c.impl == KernelImpl::wgmma_sm90a) return wgmma_sm90a_stage_call(role);
   return c.impl == KernelImpl::mma_sm80 ? mma_sm80_stage_call(role) : reference_stage_call(role);
 }
 
@@ -112,9 +132,9 @@ RenderedEntry render_entry(const FmhaKernelConfig& c) {
     // The Hopper kernels take their tensor maps as a __grid_constant__ parameter (the copies
     // address them in parameter memory) and run one persistent CTA per SM.
     const bool hopper = c.impl == KernelImpl::wgmma_sm90a;
-    const std::string params = hopper                     ? "const __grid_constant__ FmhaFwdSm90Params"
-                               : role == StageRole::fwd ? "FmhaFwdParams"
-                                                        : "FmhaBwdParams";
+    const std::string params = std::string(hopper ? "const __grid_constant__ " : "") +
+                               (role == StageRole::fwd ? (hopper ? "FmhaFwdSm90Params" : "FmhaFwdParams")
+                                                       : (hopper ? "FmhaBwdSm90Params" : "FmhaBwdParams"));
     const std::string bounds = hopper ? "kThreads, 1" : "kThreads";
     s += "\nextern \"C\" __global__ void __launch_bounds__(" + bounds + ") " + symbol + "(" +
          params + " p) {\n  " + stage_body(c, role) + "\n}\n";

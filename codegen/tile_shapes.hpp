@@ -36,13 +36,21 @@ void check_mma_sm80_bwd_tile(const ArchInfo& arch, const FmhaKernelConfig& c);
 // templates/bwd/fmha_bwd_tiles_sm80.h.
 int mma_sm80_bwd_smem_bytes(const FmhaKernelConfig& c);
 
-// The wgmma_sm90a forward (codegen/sm90a_tile_shapes.cpp). It runs on Hopper (configs for sm_90
-// or sm_90a); gap() says why it does not serve a config, empty when it does.
+// The wgmma_sm90a kernels (codegen/sm90a_tile_shapes.cpp). They run on Hopper (configs for sm_90
+// or sm_90a); gap() says why they do not serve a config, empty when they do.
 bool is_hopper(const ArchInfo& arch);
 std::string wgmma_sm90a_gap(const FmhaKernelConfig& config);
 TileShape wgmma_sm90a_fwd_tile(const FmhaKernelConfig& config);
 void check_wgmma_sm90a_fwd_tile(const ArchInfo& arch, const FmhaKernelConfig& c);
 // FmhaFwdSm90aShape::kSmemBytes of templates/fwd/fmha_fwd_sm90a.h.
 int wgmma_sm90a_fwd_smem_bytes(const FmhaKernelConfig& c);
+// The backward's dq_dk_dv stage (templates/bwd/fmha_bwd_sm90a.h); the dot_do_o and convert_dq
+// stages share its block_m, as in mma_sm80.
+TileShape wgmma_sm90a_bwd_tile(const FmhaKernelConfig& config);
+void check_wgmma_sm90a_bwd_tile(const ArchInfo& arch, const FmhaKernelConfig& c);
+// FmhaBwdSm90aShape::kSmemBytes.
+int wgmma_sm90a_bwd_smem_bytes(const FmhaKernelConfig& c);
+// The forward's or the backward's, by family.
+int wgmma_sm90a_smem_bytes(const FmhaKernelConfig& c);
 
 }  // namespace fmha_jit::codegen

@@ -21,5 +21,9 @@ FmhaFwdSm90Params make_fwd_sm90a_params(const FmhaKernelConfig& canonical, const
                                         device::DeviceApi& api);
 FmhaBwdParams make_bwd_params(const FmhaKernelConfig& canonical, const FmhaProblem& problem,
                               const BwdTensors& tensors, void* workspace);
+// The wgmma_sm90a backward's parameters: `bwd` (from make_bwd_params, with its workspace) and the
+// tensor maps of Q, K, V, dO and the fp32 dQ workspace (dispatcher/launch_sm90a.cpp).
+FmhaBwdSm90Params make_bwd_sm90a_params(const FmhaKernelConfig& canonical, const FmhaBwdParams& bwd,
+                                        device::DeviceApi& api);
 
 }  // namespace fmha_jit::dispatch

@@ -1,5 +1,6 @@
-// Kernel arguments of the wgmma_sm90a forward: the common parameters plus the tensor maps its
-// bulk copies read (templates/fwd/fmha_fwd_sm90a.h), encoded through the driver per launch.
+// Kernel arguments of the wgmma_sm90a kernels: the common parameters plus the tensor maps their
+// bulk copies read (templates/fwd/fmha_fwd_sm90a.h, templates/bwd/fmha_bwd_sm90a.h), encoded
+// through the driver per launch.
 #include <cstring>
 
 #include "dispatcher/launch.hpp"
@@ -32,7 +33,47 @@ FmhaTensorMap tensor_map(device::DeviceApi& api, DType dtype, const void* base,
   return map;
 }
 
+// dq_accum, fp32 [B, Hq, Sq, hdim] contiguous, as 3-D (head dim, query row, batch x head) so that
+// boxes clip at seqlen_q instead of running into the next head; boxes of 32 columns (128 bytes,
+// the swizzle span) by the 64 rows of one warpgroup's dQ block.
+FmhaTensorMap dq_accum_map(device::DeviceApi& api, float* dq_accum, int hdim, int seqlen,
+                           int heads_times_batch) {
+  device::TensorMapSpec spec;
+  spec.element = device::TensorMapElement::fp32;
+  spec.base = dq_accum;
+  spec.rank = 3;
+  constexpr std::uint64_t kFloatBytes = 4;
+  spec.dims = {static_cast<std::uint64_t>(hdim), static_cast<std::uint64_t>(seqlen),
+               static_cast<std::uint64_t>(heads_times_batch), 0, 0};
+  spec.strides = {0, hdim * kFloatBytes, static_cast<std::uint64_t>(seqlen) * hdim * kFloatBytes,
+                  0, 0};
+  spec.box = {32, 64, 1, 0, 0};
+  spec.swizzle = device::TensorMapSwizzle::bytes128;
+  const device::TensorMap encoded = api.encode_tensor_map(spec);
+  FmhaTensorMap map;
+  std::memcpy(map.opaque, encoded.words.data(), sizeof map.opaque);
+  return map;
+}
+
 }  // namespace
+
+FmhaBwdSm90Params make_bwd_sm90a_params(const FmhaKernelConfig& c, const FmhaBwdParams& bwd,
+                                        device::DeviceApi& api) {
+  FmhaBwdSm90Params params{};
+  const FmhaFwdParams& f = bwd.fwd;
+  params.q_map = tensor_map(api, c.dtype, f.q, f.q_strides, c.hdim_q, f.seqlen_q, f.nhead_q,
+                            f.batch, c.block_m);
+  params.k_map = tensor_map(api, c.dtype, f.k, f.k_strides, c.hdim_q, f.seqlen_k, f.nhead_k,
+                            f.batch, c.block_n);
+  params.v_map = tensor_map(api, c.dtype, f.v, f.v_strides, c.hdim_v, f.seqlen_k, f.nhead_k,
+                            f.batch, c.block_n);
+  params.do_map = tensor_map(api, c.dtype, bwd.d_o, bwd.do_strides, c.hdim_v, f.seqlen_q,
+                             f.nhead_q, f.batch, c.block_m);
+  params.dq_accum_map =
+      dq_accum_map(api, bwd.dq_accum, c.hdim_q, f.seqlen_q, f.nhead_q * f.batch);
+  params.bwd = bwd;
+  return params;
+}
 
 FmhaFwdSm90Params make_fwd_sm90a_params(const FmhaKernelConfig& c, const FmhaFwdParams& fwd,
                                         device::DeviceApi& api) {

@@ -15,8 +15,9 @@ unsigned u32(std::int64_t v) { return static_cast<unsigned>(v); }
 }  // namespace
 
 unsigned stage_dynamic_smem_bytes(const FmhaKernelConfig& c, codegen::StageRole role) {
-  if (c.impl == KernelImpl::wgmma_sm90a) {
-    return static_cast<unsigned>(codegen::wgmma_sm90a_fwd_smem_bytes(c));
+  if (c.impl == KernelImpl::wgmma_sm90a &&
+      (role == codegen::StageRole::fwd || role == codegen::StageRole::bwd_dq_dk_dv)) {
+    return static_cast<unsigned>(codegen::wgmma_sm90a_smem_bytes(c));
   }
   if (c.impl == KernelImpl::mma_sm80 && role == codegen::StageRole::fwd) {
     return static_cast<unsigned>(codegen::mma_sm80_fwd_smem_bytes(c));
@@ -31,7 +32,7 @@ unsigned stage_dynamic_smem_bytes(const FmhaKernelConfig& c, codegen::StageRole 
 std::vector<StageLaunch> plan_stages(const FmhaKernelConfig& c, const FmhaProblem& p,
                                      int multiprocessors) {
   std::vector<StageLaunch> stages;
-  if (c.impl == KernelImpl::wgmma_sm90a) {
+  if (c.impl == KernelImpl::wgmma_sm90a && c.family == Family::fwd) {
     // Persistent (templates/fwd/fmha_fwd_sm90a.h): one CTA per SM, at most one per tile; the
     // CTAs stride over the tile list.
     const std::int64_t tiles = (p.seqlen_q + c.block_m - 1) / c.block_m * p.nhead_q * p.batch;
@@ -42,10 +43,10 @@ std::vector<StageLaunch> plan_stages(const FmhaKernelConfig& c, const FmhaProble
                       stage_dynamic_smem_bytes(c, codegen::StageRole::fwd)});
     return stages;
   }
-  if (c.impl == KernelImpl::mma_sm80) {
-    // Geometry documented in templates/fwd/fmha_fwd_sm80.h and templates/bwd/fmha_bwd_sm80.h:
-    // one block per block_m query rows of a query head, except dq_dk_dv (one block per block_n
-    // keys of a kv head); num_warps warps in every stage.
+  if (c.impl == KernelImpl::mma_sm80 || c.impl == KernelImpl::wgmma_sm90a) {
+    // Geometry documented in templates/fwd/fmha_fwd_sm80.h, templates/bwd/fmha_bwd_sm80.h and
+    // templates/bwd/fmha_bwd_sm90a.h: one block per block_m query rows of a query head, except
+    // dq_dk_dv (one block per block_n keys of a kv head); num_warps warps in every stage.
     const device::Dim3 per_query_tile{u32((p.seqlen_q + c.block_m - 1) / c.block_m), u32(p.nhead_q),
                                       u32(p.batch)};
     const device::Dim3 per_key_tile{u32((p.seqlen_k + c.block_n - 1) / c.block_n), u32(p.nhead_k),
@@ -89,7 +90,7 @@ BwdWorkspaceLayout bwd_workspace_layout(const FmhaKernelConfig& c, const FmhaPro
   };
   const auto rows = static_cast<std::size_t>(p.lse_elements());  // B x Hq x Sq
   w.d_rowsum = place(rows * sizeof(float));
-  if (c.impl == KernelImpl::mma_sm80) {
+  if (c.impl == KernelImpl::mma_sm80 || c.impl == KernelImpl::wgmma_sm90a) {
     // fp32 dQ sums, [B, Hq, Sq, hdim_q] contiguous, added to by every key tile.
     w.dq_accum_bytes = rows * static_cast<std::size_t>(c.hdim_q) * sizeof(float);
     w.dq_accum = place(w.dq_accum_bytes);

@@ -78,6 +78,12 @@ class KernelRunner final : public FmhaRunner {
       workspace = owned_workspace(need, stream);
     }
     FmhaBwdParams params = make_bwd_params(config(), problem, tensors, workspace);
+    if (config().impl == KernelImpl::wgmma_sm90a) {
+      FmhaBwdSm90Params hopper =
+          make_bwd_sm90a_params(config(), params, device::require_device("run_bwd"));
+      launch_all(problem, &hopper, stream, hook);
+      return;
+    }
     launch_all(problem, &params, stream, hook);
   }
 

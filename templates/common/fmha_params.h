@@ -77,3 +77,16 @@ struct FmhaFwdSm90Params {
   int num_m_blocks;  // ceil(seqlen_q / kBlockM)
   int num_tiles;     // num_m_blocks * nhead_q * batch: the persistent scheduler's work list
 };
+
+// Backward on sm_90a (bwd/fmha_bwd_sm90a.h): every stage takes this struct (one launch argument
+// for the whole plan); stages 1 and 3 read only `bwd`. Q, K, V, dO maps as in the forward
+// (4-D, 64-column boxes, 128-byte swizzle); dq_accum_map is 3-D fp32 (head dim, query row,
+// batch x query head) over p.bwd.dq_accum with boxes of 32 columns (128 bytes) by 64 rows.
+struct FmhaBwdSm90Params {
+  FmhaTensorMap q_map;         // box (64, kBlockM)
+  FmhaTensorMap k_map;         // box (64, kBlockN)
+  FmhaTensorMap v_map;         // box (64, kBlockN)
+  FmhaTensorMap do_map;        // box (64, kBlockM)
+  FmhaTensorMap dq_accum_map;  // box (32, 64)
+  FmhaBwdParams bwd;
+};

@@ -109,19 +109,6 @@ struct FmhaFwdSm90aBarriers {
   FMHA_DEVICE unsigned v_empty(int s) const { return k_full(3 * Shape::kStageCount + s); }
 };
 
-// Position in the K/V ring: slot and the parity of its current fill.
-struct FmhaRingPos {
-  int slot;
-  unsigned phase;
-  template <int kStages>
-  FMHA_DEVICE void advance() {
-    if (++slot == kStages) {
-      slot = 0;
-      phase ^= 1u;
-    }
-  }
-};
-
 // The producer: one thread issues every copy, tile after tile, in the consumers' order. Empty
 // barriers are waited on with the opposite parity, which a fresh barrier passes at once: every
 // slot starts free.

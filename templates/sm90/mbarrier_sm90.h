@@ -51,3 +51,18 @@ FMHA_DEVICE void fmha_mbarrier_wait(unsigned bar, unsigned parity) {
   while (!fmha_mbarrier_try_wait(bar, parity)) {
   }
 }
+
+// Position in a ring of pipeline stages: slot and the parity of its current fill (the phase a
+// consumer waits for on the slot's full barrier; a producer waits for the opposite parity on its
+// empty barrier, which a fresh barrier passes at once: every slot starts free).
+struct FmhaRingPos {
+  int slot;
+  unsigned phase;
+  template <int kStages>
+  FMHA_DEVICE void advance() {
+    if (++slot == kStages) {
+      slot = 0;
+      phase ^= 1u;
+    }
+  }
+};

@@ -48,7 +48,18 @@ FMHA_DEVICE void fmha_tma_store_4d(const FmhaTensorMap& map, unsigned src, int c
       : "memory");
 }
 
-// fp32 reduce-add of shared memory at `src` into the box of a 2-D map (the dQ accumulators).
+// fp32 reduce-add of shared memory at `src` into the box of a 3-D map (the backward's dQ
+// accumulators: head dim, query row, batch x head); elements outside the tensor are skipped.
+FMHA_DEVICE void fmha_tma_reduce_add_3d(const FmhaTensorMap& map, unsigned src, int c0, int c1,
+                                        int c2) {
+  asm volatile(
+      "cp.reduce.async.bulk.tensor.3d.global.shared::cta.add.bulk_group [%0, {%2, %3, %4}], [%1];\n" ::
+          "l"(fmha_tensor_map_addr(map)),
+      "r"(src), "r"(c0), "r"(c1), "r"(c2)
+      : "memory");
+}
+
+// fp32 reduce-add of shared memory at `src` into the box of a 2-D map.
 FMHA_DEVICE void fmha_tma_reduce_add_2d(const FmhaTensorMap& map, unsigned src, int c0, int c1) {
   asm volatile(
       "cp.reduce.async.bulk.tensor.2d.global.shared::cta.add.bulk_group [%0, {%2, %3}], [%1];\n" ::
@@ -79,4 +90,10 @@ FMHA_DEVICE void fmha_bulk_wait_group() {
 // precedes the copy or the MMA.
 FMHA_DEVICE void fmha_fence_proxy_async_shared() {
   asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+}
+
+// The same between this thread's generic accesses to global memory and its bulk copies there:
+// after acquiring a semaphore (generic load) and before the reduction it orders (async proxy).
+FMHA_DEVICE void fmha_fence_proxy_async_global() {
+  asm volatile("fence.proxy.async.global;\n" ::: "memory");
 }

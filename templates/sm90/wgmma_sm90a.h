@@ -67,7 +67,8 @@ FMHA_DEVICE void fmha_wgmma_fence_operands(unsigned (&a)[kN][4]) {
 }
 
 // D (+)= A B for one k16 step. kTransB = 0: B stored K-major ([n][k], like K in Q K^T);
-// 1: N-major ([k][n], like V in P V). scale_d = 0 ignores D's old value (first step).
+// 1: N-major ([k][n], like V in P V). The same for A from shared memory (ss<kTransA>): 1 reads
+// an A stored [k][m], like dS^T for dS K in the backward. scale_d = 0 ignores D's old value (first step).
 template <class Element, int kN, int kTransB>
 struct FmhaWgmma;
 
@@ -105,14 +106,15 @@ struct FmhaWgmma;
 #define FMHA_WGMMA_DEFINE(ELEM, TY, N, NREG, REGS, DOPS, SS_SCALE, SS_TAIL, RS_SCALE, RS_TAIL)    \
   template <int kTransB>                                                                          \
   struct FmhaWgmma<ELEM, N, kTransB> {                                                            \
-    /* A (m64 x k16) from shared memory, K-major. */                                              \
+    /* A (m64 x k16) from shared memory: K-major (kTransA = 0) or M-major (1). */                 \
+    template <int kTransA = 0>                                                                    \
     static FMHA_DEVICE void ss(float (&d)[NREG], unsigned long long a_desc,                       \
                                unsigned long long b_desc, int scale_d) {                          \
       asm volatile("{\n  .reg .pred p;\n  setp.ne.b32 p, " SS_SCALE ", 0;\n"                     \
                    "  wgmma.mma_async.sync.aligned.m64n" #N "k16.f32." TY "." TY " {" REGS        \
                    SS_TAIL "}\n"                                                                  \
                    : DOPS(d)                                                                      \
-                   : "l"(a_desc), "l"(b_desc), "r"(scale_d), "n"(kTransB));                       \
+                   : "l"(a_desc), "l"(b_desc), "r"(scale_d), "n"(kTransB), "n"(kTransA));         \
     }                                                                                             \
     /* A from registers: each warp's m16n8k16 A fragment (4 x 32 bits) of rows 16 w ... */       \
     static FMHA_DEVICE void rs(float (&d)[NREG], const unsigned (&a)[4],                          \
@@ -128,11 +130,11 @@ struct FmhaWgmma;
 
 #define FMHA_WGMMA_N64(ELEM, TY)                                                  \
   FMHA_WGMMA_DEFINE(ELEM, TY, 64, 32, FMHA_WGMMA_REGS_64, FMHA_WGMMA_DOPS_64,     \
-                    "%34", "}, %32, %33, p, 1, 1, 0, %35;\n",                     \
+                    "%34", "}, %32, %33, p, 1, 1, %36, %35;\n",                     \
                     "%37", "}, {%32, %33, %34, %35}, %36, p, 1, 1, %38;\n")
 #define FMHA_WGMMA_N128(ELEM, TY)                                                 \
   FMHA_WGMMA_DEFINE(ELEM, TY, 128, 64, FMHA_WGMMA_REGS_128, FMHA_WGMMA_DOPS_128,  \
-                    "%66", "}, %64, %65, p, 1, 1, 0, %67;\n",                     \
+                    "%66", "}, %64, %65, p, 1, 1, %68, %67;\n",                     \
                     "%69", "}, {%64, %65, %66, %67}, %68, p, 1, 1, %70;\n")
 
 FMHA_WGMMA_N64(fmha_bf16, "bf16")

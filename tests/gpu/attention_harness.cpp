@@ -283,4 +283,10 @@ BackwardRepro check_backward(const AttentionCase& c, KernelImpl impl, bool deter
   return repro;
 }
 
+bool on_hopper() {
+  if (detect_gpu_arch() == "sm_90") return true;
+  WARN("wgmma_sm90a needs an sm_90 GPU; this one is " << detect_gpu_arch());
+  return false;
+}
+
 }  // namespace fmha_jit::test

@@ -63,4 +63,8 @@ struct BackwardRepro {
 BackwardRepro check_backward(const AttentionCase& c, KernelImpl impl, bool deterministic,
                              std::uint32_t seed, int runs = 2);
 
+// True on an sm_90 GPU, which the wgmma_sm90a kernels need; elsewhere warns and returns false,
+// and the Hopper cases have nothing to run.
+bool on_hopper();
+
 }  // namespace fmha_jit::test

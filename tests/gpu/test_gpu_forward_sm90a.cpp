@@ -17,17 +17,10 @@ namespace {
 const std::vector<MaskKind> kMasks = {MaskKind::none, MaskKind::causal_top_left,
                                       MaskKind::causal_bottom_right, MaskKind::sliding_window};
 
-// The Hopper kernels need an sm_90 GPU; elsewhere these cases have nothing to run.
-bool on_hopper() {
-  if (detect_gpu_arch() == "sm_90") return true;
-  WARN("wgmma_sm90a needs an sm_90 GPU; this one is " << detect_gpu_arch());
-  return false;
-}
-
 }  // namespace
 
 TEST_CASE("gpu sm90a fwd: every dtype, head dim and mask at odd sizes", "[gpu]") {
-  if (!on_hopper()) return;
+  if (!test::on_hopper()) return;
   std::uint32_t seed = 20000;
   for (DType dtype : {DType::fp16, DType::bf16}) {
     for (int hdim : {64, 128, 256}) {
@@ -45,7 +38,7 @@ TEST_CASE("gpu sm90a fwd: every dtype, head dim and mask at odd sizes", "[gpu]")
 }
 
 TEST_CASE("gpu sm90a fwd: seqlen 1 and 1000, GQA 8:1, bshd, batch 1-3, no LSE", "[gpu]") {
-  if (!on_hopper()) return;
+  if (!test::on_hopper()) return;
   std::uint32_t seed = 25000;
   for (int hdim : {64, 128, 256}) {
     for (MaskKind mask : kMasks) {
@@ -64,7 +57,7 @@ TEST_CASE("gpu sm90a fwd: seqlen 1 and 1000, GQA 8:1, bshd, batch 1-3, no LSE", 
 
 TEST_CASE("gpu sm90a fwd: seqlen 4097 and more tiles than SMs, against the GPU reference",
           "[gpu]") {
-  if (!on_hopper()) return;
+  if (!test::on_hopper()) return;
   std::uint32_t seed = 29000;
   for (int hdim : {64, 128, 256}) {
     for (MaskKind mask : kMasks) {
@@ -81,7 +74,7 @@ TEST_CASE("gpu sm90a fwd: seqlen 4097 and more tiles than SMs, against the GPU r
 
 TEST_CASE("gpu sm90a fwd: auto picks wgmma_sm90a on this GPU and falls back where it must",
           "[gpu]") {
-  if (!on_hopper()) return;
+  if (!test::on_hopper()) return;
   FmhaKernelConfig c;
   c.arch = detect_gpu_arch();
   c.hdim_q = c.hdim_v = 128;

@@ -180,7 +180,8 @@ TEST_CASE("config: canonical form", "[config]") {
   bwd.lse = true;
   bwd.deterministic = true;
   const auto cb = canonicalize(bwd);
-  CHECK(cb.impl == KernelImpl::mma_sm80);  // the tensor-core backward on NVIDIA archs
+  CHECK(cb.impl == KernelImpl::wgmma_sm90a);  // the Hopper backward on the default sm_90
+  CHECK(cb.arch == "sm_90a");
   CHECK_FALSE(cb.lse);
   CHECK(cb.deterministic);
   CHECK(canonical_string(bwd) != canonical_string(fwd));
@@ -323,10 +324,22 @@ TEST_CASE("config: the Hopper forward (wgmma_sm90a) and when auto falls back", "
   c.hdim_q = 192;
   c.hdim_v = 128;
   CHECK_THAT(codegen::impl_fallback_reason(c), Catch::Contains("hdim_q != hdim_v"));
+  // The backward serves hdim 64 and 128 (dK and dV of hdim 256 do not fit its registers).
   c.family = Family::bwd;
-  c.hdim_q = c.hdim_v = 128;
+  for (int hdim : {64, 128}) {
+    c.hdim_q = c.hdim_v = hdim;
+    INFO("bwd hdim " << hdim);
+    const auto r = canonicalize(c);
+    CHECK(r.impl == KernelImpl::wgmma_sm90a);
+    CHECK(r.arch == "sm_90a");
+    CHECK(r.block_m == (hdim == 64 ? 128 : 64));
+    CHECK(r.block_n == 128);
+    CHECK(r.num_warps == 12);
+    CHECK(codegen::impl_fallback_reason(c).empty());
+  }
+  c.hdim_q = c.hdim_v = 256;
   CHECK(canonicalize(c).impl == KernelImpl::mma_sm80);
-  CHECK_THAT(codegen::impl_fallback_reason(c), Catch::Contains("backward"));
+  CHECK_THAT(codegen::impl_fallback_reason(c), Catch::Contains("backward hdim 256"));
   c.family = Family::fwd;
   c.arch = "sm_80";
   CHECK(canonicalize(c).impl == KernelImpl::mma_sm80);
@@ -335,13 +348,25 @@ TEST_CASE("config: the Hopper forward (wgmma_sm90a) and when auto falls back", "
   // Asked for explicitly where it cannot run, or with tiles it does not have.
   c.arch = "sm_90";
   c.impl = KernelImpl::wgmma_sm90a;
+  c.hdim_q = c.hdim_v = 128;
   CHECK(rejected_field(c) == "(accepted)");
   auto bad = c;
   bad.arch = "sm_80";
   CHECK(rejected_field(bad) == "impl");
   bad = c;
   bad.family = Family::bwd;
+  CHECK(rejected_field(bad) == "(accepted)");
+  bad.hdim_q = bad.hdim_v = 256;
   CHECK(rejected_field(bad) == "impl");
+  bad.hdim_q = bad.hdim_v = 128;
+  bad.block_m = 128;  // S^T, dP^T 64 registers each beside dK and dV's 128
+  CHECK(rejected_field(bad) == "block_m");
+  bad.block_m = 64;
+  bad.block_n = 64;
+  CHECK(rejected_field(bad) == "block_n");
+  bad.block_n = 128;
+  bad.num_stages = 4;
+  CHECK(rejected_field(bad) == "num_stages");
   bad = c;
   bad.hdim_q = bad.hdim_v = 32;
   CHECK(rejected_field(bad) == "impl");

@@ -9,12 +9,12 @@ using codegen::StageRole;
 
 namespace {
 
-FmhaKernelConfig bwd_config(bool deterministic) {
+FmhaKernelConfig bwd_config(bool deterministic, const char* arch = "sm_80") {
   FmhaKernelConfig c;
   c.family = Family::bwd;
   c.dtype = DType::bf16;
   c.hdim_q = c.hdim_v = 128;
-  c.arch = "sm_90";
+  c.arch = arch;
   c.deterministic = deterministic;
   return canonicalize(c);
 }
@@ -52,6 +52,28 @@ TEST_CASE("plan: the tensor-core backward runs three stages", "[plan]") {
   for (const auto& s : stages) CHECK(s.block.x == unsigned(c.num_warps * 32));
   CHECK(stages[0].dynamic_smem_bytes == 0);
   CHECK(stages[1].dynamic_smem_bytes > 48 * 1024);  // needs the driver's opt-in
+}
+
+TEST_CASE("plan: the Hopper backward runs the same three stages, 384 threads each", "[plan]") {
+  const auto c = bwd_config(true, "sm_90");
+  REQUIRE(c.impl == KernelImpl::wgmma_sm90a);
+  CHECK(c.block_m == 64);  // hdim 128: each warpgroup's dQ block is a head-dim half
+  CHECK(c.block_n == 128);
+  const auto stages = dispatch::plan_stages(c, problem());
+  REQUIRE(stages.size() == 3);
+  CHECK(stages[1].role == StageRole::bwd_dq_dk_dv);
+  CHECK(stages[1].grid.x == (777 + 127) / 128);
+  CHECK(stages[1].grid.y == 2);
+  CHECK(stages[0].grid.x == (1000 + 63) / 64);
+  for (const auto& s : stages) CHECK(s.block.x == 384);
+  CHECK(stages[0].dynamic_smem_bytes == 0);
+  CHECK(stages[2].dynamic_smem_bytes == 0);
+  // K, V 64 KB; 2 x (Q + dO) 64 KB; dS^T 2 x 16 KB; dQ 2 x 16 KB; LSE, D, barriers, alignment.
+  CHECK(stages[1].dynamic_smem_bytes == 196608 + 1024 + 11 * 8 + 1024);
+  // The same workspace as mma_sm80: fp32 dQ sums and one semaphore per 64-row query tile.
+  const auto w = dispatch::bwd_workspace_layout(c, problem());
+  CHECK(w.dq_accum_bytes == std::size_t(3) * 8 * 1000 * 128 * 4);
+  CHECK(w.semaphores_bytes == std::size_t(3) * 8 * ((1000 + 63) / 64) * 4);
 }
 
 TEST_CASE("plan: the Hopper forward is persistent, one CTA per SM at most", "[plan]") {

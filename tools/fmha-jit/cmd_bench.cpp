@@ -373,7 +373,9 @@ void print_table(const std::vector<Row>& rows) {
     table.add(
         {r.point->options.dtype, hdim_text(p), std::to_string(p.batch), std::to_string(p.nhead_q),
          std::to_string(p.nhead_k), std::to_string(p.seqlen_q), std::to_string(p.seqlen_k),
-         mask_text(r.point->mask), std::string(to_string(r.family)),
+         mask_text(r.point->mask),
+         std::string(to_string(r.family)) +
+             (r.family == Family::bwd && r.point->options.deterministic ? " det" : ""),
          std::string(to_string(r.setup.config.impl)),
          ran ? fmt::format("{:.4f}", r.ms.median) : "-",
          ran ? fmt::format("{:.1f}", tflops(r)) : "-",

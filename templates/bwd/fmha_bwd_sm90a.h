@@ -1,0 +1,525 @@
+// Backward stage 2 for Hopper (sm_90a): dQ, dK, dV of one key tile by wgmma, with Q, dO, K, V
+// loaded by TMA and dQ added to the fp32 workspace by bulk reduce-add copies. Stages 1 and 3
+// (D = rowsum(dO * O), dQ = scale * dq_accum) are the sm_80 ones (bwd/fmha_bwd_sm80.h) with the
+// same workspace layout, so the plan is: fmha_bwd_sm80_dot_do_o, fmha_bwd_sm90a_dq_dk_dv,
+// fmha_bwd_sm80_convert_dq, all three taking FmhaBwdSm90Params (the first and last read .bwd).
+//
+// Launch geometry of stage 2 (the dispatcher relies on exactly this):
+//   grid  = (ceil(Sk / 128), Hk, B): one CTA per 128 keys of a kv head (taken in reverse in the
+//           deterministic mode, as in the sm_80 kernel whose protocol this one keeps)
+//   block = 384 threads: warpgroup 0 holds the producer (warp 0: every TMA load, plus LSE and D
+//           into shared memory) and the dQ writer (warp 1: the reduce-adds and, when
+//           deterministic, the semaphores); warpgroups 1 and 2 compute, 64 keys each
+//   dynamic shared memory = FmhaBwdSm90aShape::kSmemBytes
+//
+// With keys as the rows of every score matrix, as in the sm_80 kernel, the products chain
+// without any transposition in registers. Per (query head, query tile), consumer warpgroup w
+// (keys 64 w .. 64 w + 63 of the tile):
+//   S^T = K_w Q^T, dP^T = V_w dO^T                 SS wgmma, K-major operands as loaded
+//   P^T = exp2(S^T scale_log2 - LSE log2 e) (masked), dS^T = P^T o (dP^T - D)   in registers
+//   dV_w += P^T dO, dK_w += dS^T Q                   RS wgmma: P^T and dS^T are already the A
+//                                                    fragments; dO and Q are N-major B operands
+//   dS^T -> shared memory (both warpgroups), then dQ block w = dS K                SS wgmma,
+//       A = dS^T read M-major, B = K read N-major; block w is 64 x 64: the query rows of
+//       warpgroup w when the query tile has 128 rows (hdim 64), its head-dim half otherwise
+//   dQ block -> shared memory (fp32, swizzled) -> the writer adds it to dq_accum (TMA reduce-add)
+// dK (scaled) and dV stay in registers across all query tiles and heads of the group and are
+// written once at the end.
+//
+// Barriers: kv_full (K and V, once); per Q/dO stage q_full and do_full (TMA bytes + one arrival
+// per producer lane after it stored the LSE / D rows) and qdo_empty (one arrival per consumer
+// warp after the tile's last MMA); per consumer warpgroup dq_full (its 128 threads wrote the dQ
+// block) and dq_empty (the writer's copy has read it). The dS^T buffer alternates between two
+// halves by iteration parity: a named barrier over both warpgroups separates writing it from
+// reading it, and a warpgroup reaches the next write of the same half only after the other
+// passed that barrier again, which it does after its dQ MMA of the previous use completed.
+//
+// Deterministic mode: the writer adds a query tile's two dQ blocks only once the semaphore of
+// (b, h, query tile) counts every later key tile that visits it (the sm_80 order and count,
+// fmha_bwd_key_tiles), waits for its reductions to complete, and increments it. Only the writer
+// waits; the consumers go on with the next tile unless the writer still holds their dQ buffer.
+#pragma once
+
+#include "bwd/fmha_bwd_memory_sm80.h"
+#include "bwd/fmha_bwd_sm80.h"  // stages 1 and 3
+#include "bwd/fmha_bwd_tiles_sm80.h"
+#include "common/copy_sm80.h"
+#include "common/fmha_params.h"
+#include "common/mask.h"
+#include "common/mma_sm80.h"
+#include "common/softmax.h"
+#include "sm90/mbarrier_sm90.h"
+#include "sm90/tma_sm90.h"
+#include "sm90/warpgroup_sm90a.h"
+#include "sm90/wgmma_sm90a.h"
+
+// Compile-time shape. Mirrored on the host by codegen::wgmma_sm90a_bwd_smem_bytes.
+template <int kHdim, int kTileM, int kStages>
+struct FmhaBwdSm90aShape {
+  enum {
+    kBlockM = kTileM,
+    kBlockN = 128,
+    kThreads = 384,
+    kSlabs = kHdim / 64,           // 64-column slabs of a Q, dO, K or V tile
+    kKVSlabBytes = kBlockN * 128,  // also one 64-query slab of dS^T (128 key rows)
+    kQSlabBytes = kBlockM * 128,
+    kKVBytes = kSlabs * kKVSlabBytes,
+    kQBytes = kSlabs * kQSlabBytes,
+    kDsBytes = (kBlockM / 64) * kKVSlabBytes,  // one half of the dS^T buffer
+    kDqBlockBytes = 64 * 64 * 4,               // one warpgroup's fp32 dQ block, 2 slabs of 32
+    kKOffset = 0,
+    kVOffset = kKVBytes,
+    kQOffset = 2 * kKVBytes,
+    kDoOffset = kQOffset + kStages * kQBytes,
+    kDsOffset = kDoOffset + kStages * kQBytes,
+    kDqOffset = kDsOffset + 2 * kDsBytes,
+    kLseOffset = kDqOffset + 2 * kDqBlockBytes,
+    kDsumOffset = kLseOffset + kStages * kBlockM * 4,
+    kBarOffset = kDsumOffset + kStages * kBlockM * 4,
+    kBarriers = 1 + 3 * kStages + 4,
+    kSmemBytes = kBarOffset + kBarriers * 8 + 1024,
+    kDN = kHdim < 128 ? kHdim : 128,  // N of one dK / dV instruction
+    kDChunks = kHdim / kDN,
+    kKStepsHdim = kHdim / 16,
+    kKStepsQuery = kBlockM / 16,
+    kKStepsKey = kBlockN / 16,
+    kQueryNT = kBlockM / 8,  // n8 fragments of S^T per row block
+    // dQ blocks: by query rows when the tile has 128 (two warpgroups x wgmma's M of 64), by
+    // head-dim halves when it has 64.
+    kDqByRows = kBlockM == 128,
+    kProducerArrivals = 1 + 32,  // q_full / do_full: the expect-tx arrival and 32 lanes
+    kConsumerWarpArrivals = 8,
+    kStageCount = kStages,
+  };
+  static_assert(kHdim == 64 || kHdim == 128, "hdim 64 or 128");
+  static_assert((kTileM == 128 && kHdim == 64) || (kTileM == 64 && kHdim == 128),
+                "each warpgroup's dQ block is 64 x 64");
+  static_assert(kStages >= 1 && kStages <= 3, "1 to 3 Q/dO stages");
+};
+
+template <class Shape>
+struct FmhaBwdSm90aBarriers {
+  unsigned base;
+  FMHA_DEVICE unsigned kv_full() const { return base; }
+  FMHA_DEVICE unsigned q_full(int s) const { return base + 8 + 8 * s; }
+  FMHA_DEVICE unsigned do_full(int s) const { return q_full(Shape::kStageCount + s); }
+  FMHA_DEVICE unsigned qdo_empty(int s) const { return q_full(2 * Shape::kStageCount + s); }
+  FMHA_DEVICE unsigned dq_full(int w) const { return q_full(3 * Shape::kStageCount + w); }
+  FMHA_DEVICE unsigned dq_empty(int w) const { return q_full(3 * Shape::kStageCount + 2 + w); }
+};
+
+// The CTA's work: key tile, kv head, batch, and the (query head, query tile) pairs it visits,
+// head-major. Every role derives it from the same call, so their loops agree.
+struct FmhaBwdSm90aWork {
+  int n_block, hk, b, group, m_lo, m_count, num_iters;
+  FMHA_DEVICE int head(int it) const { return hk * group + it / m_count; }
+  FMHA_DEVICE int m_block(int it) const { return m_lo + it % m_count; }
+};
+
+template <class Shape, int kMaskKind, bool kDeterministic>
+FMHA_DEVICE FmhaBwdSm90aWork fmha_bwd_sm90a_work(const FmhaFwdParams& f) {
+  FmhaBwdSm90aWork w;
+  const int num_n = (f.seqlen_k + Shape::kBlockN - 1) / Shape::kBlockN;
+  w.n_block = kDeterministic ? num_n - 1 - fmha_block_idx_x() : fmha_block_idx_x();
+  w.hk = fmha_block_idx_y();
+  w.b = fmha_block_idx_z();
+  w.group = f.nhead_q / f.nhead_k;
+  const FmhaKeyRange m_tiles =
+      fmha_bwd_query_tiles<kMaskKind, Shape::kBlockM, Shape::kBlockN>(w.n_block, f);
+  w.m_lo = m_tiles.lo;
+  w.m_count = m_tiles.hi > m_tiles.lo ? m_tiles.hi - m_tiles.lo : 0;
+  w.num_iters = w.group * w.m_count;
+  return w;
+}
+
+FMHA_DEVICE void fmha_st_shared_f32x2(unsigned smem, float x, float y) {
+  asm volatile("st.shared.v2.f32 [%0], {%1, %2};\n" ::"r"(smem), "f"(x), "f"(y) : "memory");
+}
+
+FMHA_DEVICE void fmha_st_shared_f32(unsigned smem, float x) {
+  asm volatile("st.shared.f32 [%0], %1;\n" ::"r"(smem), "f"(x) : "memory");
+}
+
+// Warp 0 of warpgroup 0: K and V once, then Q and dO by TMA (lane 0) and the LSE and D rows by
+// all lanes, stage after stage. LSE is stored premultiplied by log2 e, and as +inf for rows past
+// seqlen_q and rows that saw no key (LSE = -inf): exp2(s - inf) = 0 gives them no gradient.
+template <class Shape, int kMaskKind, bool kDeterministic>
+FMHA_DEVICE void fmha_bwd_sm90a_produce(const FmhaBwdSm90Params& P, unsigned smem,
+                                        const FmhaBwdSm90aBarriers<Shape>& bars) {
+  enum { kBlockM = Shape::kBlockM };
+  const FmhaFwdParams& f = P.bwd.fwd;
+  const FmhaBwdSm90aWork w = fmha_bwd_sm90a_work<Shape, kMaskKind, kDeterministic>(f);
+  const int lane = fmha_lane_id();
+  const int n0 = w.n_block * Shape::kBlockN;
+  if (lane == 0) {
+    fmha_mbarrier_arrive_expect_tx(bars.kv_full(), 2 * Shape::kKVBytes);
+#pragma unroll
+    for (int sl = 0; sl < Shape::kSlabs; ++sl) {
+      fmha_tma_load_4d(smem + Shape::kKOffset + sl * Shape::kKVSlabBytes, P.k_map, bars.kv_full(),
+                       sl * 64, n0, w.hk, w.b);
+      fmha_tma_load_4d(smem + Shape::kVOffset + sl * Shape::kKVSlabBytes, P.v_map, bars.kv_full(),
+                       sl * 64, n0, w.hk, w.b);
+    }
+  }
+  const float inf = fmha_uint_as_float(0x7f800000u);
+  FmhaRingPos ring{0, 0u};
+  for (int it = 0; it < w.num_iters; ++it) {
+    const int h = w.head(it);
+    const int m0 = w.m_block(it) * kBlockM;
+    fmha_mbarrier_wait(bars.qdo_empty(ring.slot), ring.phase ^ 1u);
+    if (lane == 0) {
+      fmha_mbarrier_arrive_expect_tx(bars.q_full(ring.slot), Shape::kQBytes);
+      fmha_mbarrier_arrive_expect_tx(bars.do_full(ring.slot), Shape::kQBytes);
+#pragma unroll
+      for (int sl = 0; sl < Shape::kSlabs; ++sl) {
+        const unsigned off = ring.slot * Shape::kQBytes + sl * Shape::kQSlabBytes;
+        fmha_tma_load_4d(smem + Shape::kQOffset + off, P.q_map, bars.q_full(ring.slot), sl * 64,
+                         m0, h, w.b);
+        fmha_tma_load_4d(smem + Shape::kDoOffset + off, P.do_map, bars.do_full(ring.slot),
+                         sl * 64, m0, h, w.b);
+      }
+    }
+    const fmha_index_t stat = (static_cast<fmha_index_t>(w.b) * f.nhead_q + h) * f.seqlen_q + m0;
+    const unsigned stat_slot = ring.slot * kBlockM * 4;
+#pragma unroll
+    for (int r = lane; r < kBlockM; r += 32) {
+      const bool valid = m0 + r < f.seqlen_q;
+      const float lse = valid ? f.lse[stat + r] : inf;
+      const float d = valid ? P.bwd.d_rowsum[stat + r] : 0.f;
+      fmha_st_shared_f32(smem + Shape::kLseOffset + stat_slot + r * 4,
+                         lse == -inf ? inf : lse * FMHA_LOG2E);
+      fmha_st_shared_f32(smem + Shape::kDsumOffset + stat_slot + r * 4, d);
+    }
+    fmha_mbarrier_arrive(bars.q_full(ring.slot));
+    fmha_mbarrier_arrive(bars.do_full(ring.slot));
+    ring.advance<Shape::kStageCount>();
+  }
+}
+
+// Where consumer warpgroup w's 64 x 64 dQ block lies in the query tile: first row, first column.
+template <class Shape>
+FMHA_DEVICE int fmha_bwd_sm90a_dq_row0(int w) {
+  return Shape::kDqByRows ? 64 * w : 0;
+}
+template <class Shape>
+FMHA_DEVICE int fmha_bwd_sm90a_dq_col0(int w) {
+  return Shape::kDqByRows ? 0 : 64 * w;
+}
+
+// Warp 1 of warpgroup 0, one thread: adds each iteration's two dQ blocks to dq_accum.
+template <class Shape, int kMaskKind, bool kDeterministic>
+FMHA_DEVICE void fmha_bwd_sm90a_write_dq(const FmhaBwdSm90Params& P, unsigned smem,
+                                         const FmhaBwdSm90aBarriers<Shape>& bars) {
+  enum { kBlockM = Shape::kBlockM };
+  const FmhaFwdParams& f = P.bwd.fwd;
+  const FmhaBwdSm90aWork w = fmha_bwd_sm90a_work<Shape, kMaskKind, kDeterministic>(f);
+  const int num_m = (f.seqlen_q + kBlockM - 1) / kBlockM;
+  for (int it = 0; it < w.num_iters; ++it) {
+    const int h = w.head(it);
+    const int m_block = w.m_block(it);
+    fmha_mbarrier_wait(bars.dq_full(0), it & 1);
+    fmha_mbarrier_wait(bars.dq_full(1), it & 1);
+    int* sem = nullptr;
+    if (kDeterministic) {
+      sem = P.bwd.semaphores + (static_cast<fmha_index_t>(w.b) * f.nhead_q + h) * num_m + m_block;
+      fmha_semaphore_wait_eq(
+          sem, fmha_bwd_key_tiles<kMaskKind, kBlockM, Shape::kBlockN>(m_block, f).hi - 1 -
+                   w.n_block);
+      fmha_fence_proxy_async_global();  // the reductions below come after what the wait saw
+    }
+#pragma unroll
+    for (int cw = 0; cw < 2; ++cw) {
+#pragma unroll
+      for (int sl = 0; sl < 2; ++sl) {
+        fmha_tma_reduce_add_3d(P.dq_accum_map,
+                               smem + Shape::kDqOffset + cw * Shape::kDqBlockBytes + sl * 64 * 128,
+                               fmha_bwd_sm90a_dq_col0<Shape>(cw) + sl * 32,
+                               m_block * kBlockM + fmha_bwd_sm90a_dq_row0<Shape>(cw),
+                               w.b * f.nhead_q + h);
+      }
+    }
+    fmha_bulk_commit_group();
+    if (kDeterministic) {
+      fmha_bulk_wait_group<0>();  // the additions are complete in global memory ...
+      fmha_semaphore_release_inc(sem);  // ... before the next key tile may add its own
+    } else {
+      fmha_bulk_wait_group_read<0>();
+    }
+    fmha_mbarrier_arrive(bars.dq_empty(0));
+    fmha_mbarrier_arrive(bars.dq_empty(1));
+  }
+  fmha_bulk_wait_group<0>();
+}
+
+// One consumer warpgroup's MMAs. Descriptors as in the forward (fmha_fwd_sm90a.h): K-major
+// operands step 32 bytes per k16 inside a 128-byte swizzle atom and one slab per 64 columns;
+// N- or M-major ones step 16 rows (2048 bytes) per k16, with 64-column slabs LBO apart.
+template <class Element, class Shape>
+struct FmhaBwdSm90aMma {
+  enum { kBlockM = Shape::kBlockM };
+  FMHA_DEVICE static unsigned long long kmajor(unsigned base, int slab_bytes, int ks) {
+    return fmha_wgmma_desc(base + (ks / 4) * slab_bytes + (ks % 4) * 32, 16, 1024,
+                           kFmhaSwizzle128B);
+  }
+  FMHA_DEVICE static unsigned long long mnmajor(unsigned base, int slab_bytes, int ks) {
+    return fmha_wgmma_desc(base + ks * 16 * 128, slab_bytes, 1024, kFmhaSwizzle128B);
+  }
+  // S^T = K_w Q^T (or dP^T = V_w dO^T): A = 64 key rows at `kv_rows`, B = the query tile.
+  FMHA_DEVICE static void scores(float (&s)[kBlockM / 2], unsigned kv_rows, unsigned q_tile) {
+#pragma unroll
+    for (int ks = 0; ks < Shape::kKStepsHdim; ++ks) {
+      FmhaWgmma<Element, kBlockM, 0>::ss(s, kmajor(kv_rows, Shape::kKVSlabBytes, ks),
+                                         kmajor(q_tile, Shape::kQSlabBytes, ks), ks > 0);
+    }
+  }
+  // acc += A B with A (keys x queries) from registers, B = the query tile read N-major.
+  FMHA_DEVICE static void accumulate(float (&acc)[Shape::kDChunks][Shape::kDN / 2],
+                                     const unsigned (&a)[Shape::kKStepsQuery][4], unsigned q_tile) {
+#pragma unroll
+    for (int ks = 0; ks < Shape::kKStepsQuery; ++ks) {
+#pragma unroll
+      for (int c = 0; c < Shape::kDChunks; ++c) {
+        FmhaWgmma<Element, Shape::kDN, 1>::rs(
+            acc[c], a[ks],
+            mnmajor(q_tile + c * (Shape::kDN / 64) * Shape::kQSlabBytes, Shape::kQSlabBytes, ks),
+            1);
+      }
+    }
+  }
+  // dQ block = dS K: A = dS^T (keys x 64 queries) read M-major, B = K's 64 columns read N-major.
+  FMHA_DEVICE static void dq(float (&acc)[32], unsigned ds_slab, unsigned k_slab) {
+#pragma unroll
+    for (int ks = 0; ks < Shape::kKStepsKey; ++ks) {
+      FmhaWgmma<Element, 64, 1>::template ss<1>(acc, mnmajor(ds_slab, Shape::kKVSlabBytes, ks),
+                                                mnmajor(k_slab, Shape::kKVSlabBytes, ks), ks > 0);
+    }
+  }
+};
+
+template <class Element, class Shape, int kMaskKind, bool kDeterministic>
+FMHA_DEVICE void fmha_bwd_sm90a_consume(const FmhaBwdSm90Params& P, unsigned smem,
+                                        const FmhaBwdSm90aBarriers<Shape>& bars, int cw) {
+  using Mma = FmhaBwdSm90aMma<Element, Shape>;
+  using Pack = FmhaMmaSm80<Element>;
+  enum {
+    kBlockM = Shape::kBlockM,
+    kNT = Shape::kQueryNT,
+    kKSteps = Shape::kKStepsQuery,
+    kDN = Shape::kDN,
+    kDChunks = Shape::kDChunks,
+  };
+  const FmhaFwdParams& f = P.bwd.fwd;
+  const FmhaBwdSm90aWork w = fmha_bwd_sm90a_work<Shape, kMaskKind, kDeterministic>(f);
+  const int lane = fmha_lane_id();
+  const int warp_in_wg = (fmha_thread_idx() / 32) % 4;
+  const int n0 = w.n_block * Shape::kBlockN;
+  const int key_row = cw * 64 + warp_in_wg * 16 + (lane >> 2);  // this lane's first key row
+  const unsigned k_rows = smem + Shape::kKOffset + cw * 64 * 128;
+  const unsigned v_rows = smem + Shape::kVOffset + cw * 64 * 128;
+  const float scale_log2 = f.scale_log2;
+
+  float dk[kDChunks][kDN / 2];
+  float dv[kDChunks][kDN / 2];
+#pragma unroll
+  for (int c = 0; c < kDChunks; ++c) {
+#pragma unroll
+    for (int i = 0; i < kDN / 2; ++i) dk[c][i] = dv[c][i] = 0.f;
+  }
+
+  // The queries each of this lane's two key rows sees (fmha_bwd_key_queries), used on tiles
+  // that some valid row does not see entirely.
+  FmhaKeyRange seen[2];
+#pragma unroll
+  for (int hf = 0; hf < 2; ++hf) seen[hf] = fmha_bwd_key_queries<kMaskKind>(n0 + key_row + hf * 8, f);
+
+  fmha_mbarrier_wait(bars.kv_full(), 0);
+  FmhaRingPos ring{0, 0u};
+  for (int it = 0; it < w.num_iters; ++it) {
+    const int m0 = w.m_block(it) * kBlockM;
+    const unsigned q_tile = smem + Shape::kQOffset + ring.slot * Shape::kQBytes;
+    const unsigned do_tile = smem + Shape::kDoOffset + ring.slot * Shape::kQBytes;
+    const unsigned stat_slot = ring.slot * kBlockM * 4 + (lane & 3) * 8;
+    const int row_last = min(m0 + kBlockM, f.seqlen_q) - 1;
+    const bool tile_full = n0 >= fmha_row_keys_i32<kMaskKind>(row_last, f).lo &&
+                           n0 + Shape::kBlockN <= fmha_row_keys_i32<kMaskKind>(m0, f).hi;
+
+    float s[kBlockM / 2];
+    float dp[kBlockM / 2];
+    fmha_mbarrier_wait(bars.q_full(ring.slot), ring.phase);
+    fmha_wgmma_fence();
+    Mma::scores(s, k_rows, q_tile);
+    fmha_wgmma_commit();
+    fmha_mbarrier_wait(bars.do_full(ring.slot), ring.phase);
+    Mma::scores(dp, v_rows, do_tile);
+    fmha_wgmma_commit();
+
+    // P^T in place of S^T while dP^T is still computed.
+    fmha_wgmma_wait<1>();
+    fmha_wgmma_fence_operands(s);
+#pragma unroll
+    for (int j = 0; j < kNT; ++j) {
+      const FmhaF32x2 l = fmha_ld_shared_f32x2(smem + Shape::kLseOffset + stat_slot + j * 32);
+#pragma unroll
+      for (int hf = 0; hf < 2; ++hf) {
+        s[4 * j + 2 * hf] = fmha_softmax_exp2(__fmaf_rn(s[4 * j + 2 * hf], scale_log2, -l.x));
+        s[4 * j + 2 * hf + 1] =
+            fmha_softmax_exp2(__fmaf_rn(s[4 * j + 2 * hf + 1], scale_log2, -l.y));
+      }
+    }
+    if (!tile_full) {
+      const int col0 = m0 + (lane & 3) * 2;
+#pragma unroll
+      for (int hf = 0; hf < 2; ++hf) {
+        const int lo = seen[hf].lo - col0;
+        const int hi = seen[hf].hi - col0;
+#pragma unroll
+        for (int j = 0; j < kNT; ++j) {
+#pragma unroll
+          for (int e = 0; e < 2; ++e) {
+            const int c = j * 8 + e;
+            if (c < lo || c >= hi) s[4 * j + 2 * hf + e] = 0.f;
+          }
+        }
+      }
+    }
+    fmha_wgmma_wait<0>();
+    fmha_wgmma_fence_operands(dp);
+
+    // dS^T, and both as 16-bit A fragments (k = queries).
+    unsigned pa[kKSteps][4];
+    unsigned da[kKSteps][4];
+#pragma unroll
+    for (int j = 0; j < kNT; ++j) {
+      const FmhaF32x2 d = fmha_ld_shared_f32x2(smem + Shape::kDsumOffset + stat_slot + j * 32);
+#pragma unroll
+      for (int hf = 0; hf < 2; ++hf) {
+        const int i = 4 * j + 2 * hf;
+        pa[j / 2][(j % 2) * 2 + hf] = Pack::pack(s[i], s[i + 1]);
+        da[j / 2][(j % 2) * 2 + hf] = Pack::pack(s[i] * (dp[i] - d.x), s[i + 1] * (dp[i + 1] - d.y));
+      }
+    }
+    fmha_wgmma_fence();
+    Mma::accumulate(dv, pa, do_tile);
+    Mma::accumulate(dk, da, q_tile);
+    fmha_wgmma_commit();
+
+    // dS^T into this iteration's half of the buffer (rows = keys, 64-query slabs, swizzled).
+    const unsigned ds = smem + Shape::kDsOffset + (it & 1) * Shape::kDsBytes;
+#pragma unroll
+    for (int j = 0; j < kNT; ++j) {
+#pragma unroll
+      for (int hf = 0; hf < 2; ++hf) {
+        const int r = key_row + hf * 8;
+        const int col = j * 8;
+        fmha_st_shared_b32(ds + (col / 64) * Shape::kKVSlabBytes + r * 128 +
+                               ((((col % 64) / 8) ^ (r & 7)) << 4) + (lane & 3) * 4,
+                           da[j / 2][(j % 2) * 2 + hf]);
+      }
+    }
+    fmha_fence_proxy_async_shared();
+    fmha_named_barrier_sync(1, 256);  // both warpgroups' dS^T rows are in place
+
+    float dq[32];
+    fmha_wgmma_fence();
+    Mma::dq(dq, ds + (fmha_bwd_sm90a_dq_row0<Shape>(cw) / 64) * Shape::kKVSlabBytes,
+            smem + Shape::kKOffset + (fmha_bwd_sm90a_dq_col0<Shape>(cw) / 64) * Shape::kKVSlabBytes);
+    fmha_wgmma_commit();
+    fmha_wgmma_wait<0>();
+#pragma unroll
+    for (int c = 0; c < kDChunks; ++c) {
+      fmha_wgmma_fence_operands(dk[c]);
+      fmha_wgmma_fence_operands(dv[c]);
+    }
+    fmha_wgmma_fence_operands(dq);
+    fmha_wgmma_fence_operands(pa);
+    fmha_wgmma_fence_operands(da);
+    // Q, dO, LSE and D of this stage are no longer read by this warp.
+    __syncwarp();
+    if (lane == 0) fmha_mbarrier_arrive(bars.qdo_empty(ring.slot));
+
+    // The dQ block into shared memory (fp32, 2 slabs of 32 columns, 128-byte swizzle: the box of
+    // the dq_accum map) once the writer has copied the previous one.
+    const unsigned dq_smem = smem + Shape::kDqOffset + cw * Shape::kDqBlockBytes;
+    fmha_mbarrier_wait(bars.dq_empty(cw), (it & 1) ^ 1);
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+#pragma unroll
+      for (int hf = 0; hf < 2; ++hf) {
+        const int r = warp_in_wg * 16 + hf * 8 + (lane >> 2);
+        const int chunk = (j % 4) * 2 + (lane & 3) / 2;
+        fmha_st_shared_f32x2(dq_smem + (j / 4) * 64 * 128 + r * 128 + ((chunk ^ (r & 7)) << 4) +
+                                 (lane & 1) * 8,
+                             dq[4 * j + 2 * hf], dq[4 * j + 2 * hf + 1]);
+      }
+    }
+    fmha_fence_proxy_async_shared();
+    fmha_mbarrier_arrive(bars.dq_full(cw));
+    ring.advance<Shape::kStageCount>();
+  }
+
+  // dK (scaled) and dV straight from the accumulators: written once per CTA.
+  const float scale = f.scale;
+  const FmhaBwdParams& p = P.bwd;
+#pragma unroll
+  for (int hf = 0; hf < 2; ++hf) {
+    const int key = n0 + key_row + hf * 8;
+    if (key >= f.seqlen_k) continue;
+    Element* dk_row = static_cast<Element*>(p.d_k) + w.b * p.dk_strides.batch +
+                      w.hk * p.dk_strides.head + key * p.dk_strides.row + (lane & 3) * 2;
+    Element* dv_row = static_cast<Element*>(p.d_v) + w.b * p.dv_strides.batch +
+                      w.hk * p.dv_strides.head + key * p.dv_strides.row + (lane & 3) * 2;
+#pragma unroll
+    for (int c = 0; c < kDChunks; ++c) {
+#pragma unroll
+      for (int j = 0; j < kDN / 8; ++j) {
+        const int i = 4 * j + 2 * hf;
+        *reinterpret_cast<unsigned*>(dk_row + c * kDN + j * 8) =
+            Pack::pack(dk[c][i] * scale, dk[c][i + 1] * scale);
+        *reinterpret_cast<unsigned*>(dv_row + c * kDN + j * 8) = Pack::pack(dv[c][i], dv[c][i + 1]);
+      }
+    }
+  }
+}
+
+template <class Element, int kHdim, int kMaskKind, bool kDeterministic, int kBlockM, int kStages>
+FMHA_DEVICE void fmha_bwd_sm90a_dq_dk_dv(const FmhaBwdSm90Params& P, char* smem_raw) {
+  using Shape = FmhaBwdSm90aShape<kHdim, kBlockM, kStages>;
+  // Every swizzled tile starts on the 1024-byte period of the 128-byte swizzle.
+  const unsigned smem = (fmha_smem_addr(smem_raw) + 1023u) & ~1023u;
+  const FmhaBwdSm90aBarriers<Shape> bars{smem + Shape::kBarOffset};
+  const int tid = fmha_thread_idx();
+  if (tid == 0) {
+    fmha_tma_prefetch_map(P.q_map);
+    fmha_tma_prefetch_map(P.k_map);
+    fmha_tma_prefetch_map(P.v_map);
+    fmha_tma_prefetch_map(P.do_map);
+    fmha_tma_prefetch_map(P.dq_accum_map);
+    fmha_mbarrier_init(bars.kv_full(), 1);
+#pragma unroll
+    for (int s = 0; s < kStages; ++s) {
+      fmha_mbarrier_init(bars.q_full(s), Shape::kProducerArrivals);
+      fmha_mbarrier_init(bars.do_full(s), Shape::kProducerArrivals);
+      fmha_mbarrier_init(bars.qdo_empty(s), Shape::kConsumerWarpArrivals);
+    }
+#pragma unroll
+    for (int cw = 0; cw < 2; ++cw) {
+      fmha_mbarrier_init(bars.dq_full(cw), 128);
+      fmha_mbarrier_init(bars.dq_empty(cw), 1);
+    }
+    fmha_mbarrier_init_fence();
+  }
+  fmha_sync_threads();
+  const int wg = fmha_warpgroup_idx();
+  if (wg == 0) {
+    // 40 + 2 x 232 registers x 128 threads fit the 64K register file.
+    fmha_setmaxnreg_dec<40>();
+    const int warp = fmha_warp_id();
+    if (warp == 0) fmha_bwd_sm90a_produce<Shape, kMaskKind, kDeterministic>(P, smem, bars);
+    if (warp == 1 && fmha_lane_id() == 0) {
+      fmha_bwd_sm90a_write_dq<Shape, kMaskKind, kDeterministic>(P, smem, bars);
+    }
+    return;
+  }
+  fmha_setmaxnreg_inc<232>();
+  fmha_bwd_sm90a_consume<Element, Shape, kMaskKind, kDeterministic>(P, smem, bars, wg - 1);
+}
