@@ -397,9 +397,11 @@ FMHA_DEVICE void fmha_fwd_sm90a(const FmhaFwdSm90Params& P, char* smem_raw) {
   fmha_sync_threads();
   const int wg = fmha_warpgroup_idx();
   if (wg == 0) {
-    // (32 + 2 x 240) registers x 128 threads fill the 64K register file. The consumers need the
-    // 240: at hdim 256, O alone is 128 of them (232 spilled).
-    fmha_setmaxnreg_dec<32>();
+    // (24 + 2 x 240) registers x 128 threads: what the CTA was given at launch (168 x 384, the
+    // launch bounds' share of the 64K file). setmaxnreg.inc waits until the pool has the
+    // registers, so a split that asks for more than was released never proceeds: 32 + 2 x 240
+    // hung (H200). The consumers need the 240: at hdim 256, O alone is 128 of them (232 spilled).
+    fmha_setmaxnreg_dec<24>();
     if (tid == 0) fmha_fwd_sm90a_produce<Shape, kMaskKind>(P, smem_q, bars);
     return;
   }

@@ -47,12 +47,15 @@ def main():
     p.add_argument("--fwd-also", default="",
                    help="a second forward impl measured next to auto's (e.g. mma_sm80 on Hopper, "
                         "where auto picks wgmma_sm90a): its own columns in the table")
+    p.add_argument("--fwd-impl", default="auto",
+                   help="impl of the main forward rows (auto unless it must be avoided)")
     p.add_argument("--out", required=True, help="prefix of the files written")
     a = p.parse_args()
 
     grid = {"dtype": a.dtype, "hdim": a.hdim, "seqlen": a.seqlen, "causal": [False, True],
             "tokens": a.tokens, "model_dim": a.model_dim}
-    sweep = [dict(grid, family="fwd"), dict(grid, family="bwd"),
+    main_fwd = {"family": "fwd"} if a.fwd_impl == "auto" else {"family": "fwd", "impl": a.fwd_impl}
+    sweep = [dict(grid, **main_fwd), dict(grid, family="bwd"),
              dict(grid, family="bwd", deterministic=True)]
     if a.fwd_also:
         sweep.append(dict(grid, family="fwd", impl=a.fwd_also))
@@ -61,7 +64,7 @@ def main():
         hq, hk = map(int, a.gqa.split(":"))
         gqa = {"dtype": a.dtype, "hdim": 128, "seqlen": a.seqlen, "causal": [False, True],
                "tokens": a.tokens, "nhead_q": hq, "nhead_k": hk}
-        sweep += [dict(gqa, family="fwd"), dict(gqa, family="bwd"),
+        sweep += [dict(gqa, **main_fwd), dict(gqa, family="bwd"),
                   dict(gqa, family="bwd", deterministic=True)]
         if a.fwd_also:
             sweep.append(dict(gqa, family="fwd", impl=a.fwd_also))
@@ -128,7 +131,7 @@ def main():
             for s in a.seqlen:
                 for c in (False, True):
                     b, h = max(1, a.tokens // s), max(1, a.model_dim // hd)
-                    f_o = ours_value("fwd", False, dt, hd, s, c)
+                    f_o = ours_value("fwd", False, dt, hd, s, c, impl=a.fwd_impl)
                     b_o = ours_value("bwd", False, dt, hd, s, c)
                     d_o = ours_value("bwd", True, dt, hd, s, c)
                     f_fl, _ = torch_value(torch_rows, "flash", dt, hd, s, c, "fwd")
@@ -148,7 +151,7 @@ def main():
             for s in a.seqlen:
                 for c in (False, True):
                     b = max(1, a.tokens // s)
-                    f_o = ours_value("fwd", False, dt, 128, s, c, hk)
+                    f_o = ours_value("fwd", False, dt, 128, s, c, hk, impl=a.fwd_impl)
                     b_o = ours_value("bwd", False, dt, 128, s, c, hk)
                     d_o = ours_value("bwd", True, dt, 128, s, c, hk)
                     f_fl, how_f = torch_value(gqa_rows, "flash", dt, 128, s, c, "fwd")
