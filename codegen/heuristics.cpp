@@ -29,7 +29,8 @@ void check_impl_applies(const FmhaKernelConfig& c, const ArchInfo& arch) {
                  std::string(arch.name) + ")");
     }
     if (const std::string gap = wgmma_sm90a_gap(c); !gap.empty()) {
-      reject("impl", "wgmma_sm90a", "auto, mma_sm80, reference (wgmma_sm90a does not serve " + gap + ")");
+      reject("impl", "wgmma_sm90a",
+             "auto, mma_sm80, reference (wgmma_sm90a does not serve " + gap + ")");
     }
     return;
   }
@@ -77,8 +78,8 @@ FmhaKernelConfig resolve_impl_and_tiles(const FmhaKernelConfig& c) {
   const ArchInfo* arch = find_arch(c.arch);
   if (!arch) return out;
   if (out.impl == KernelImpl::automatic) {
-    out.impl = is_hopper(*arch) && wgmma_sm90a_gap(c).empty() ? KernelImpl::wgmma_sm90a
-                                                              : best_impl(*arch);
+    out.impl =
+        is_hopper(*arch) && wgmma_sm90a_gap(c).empty() ? KernelImpl::wgmma_sm90a : best_impl(*arch);
   }
   // wgmma and setmaxnreg exist only in the arch-specific ISA; sm_90a binaries run on exactly the
   // GPUs sm_90 binaries run on, so the promotion loses no reach.

@@ -132,9 +132,10 @@ RenderedEntry render_entry(const FmhaKernelConfig& c) {
     // The Hopper kernels take their tensor maps as a __grid_constant__ parameter (the copies
     // address them in parameter memory) and run one persistent CTA per SM.
     const bool hopper = c.impl == KernelImpl::wgmma_sm90a;
-    const std::string params = std::string(hopper ? "const __grid_constant__ " : "") +
-                               (role == StageRole::fwd ? (hopper ? "FmhaFwdSm90Params" : "FmhaFwdParams")
-                                                       : (hopper ? "FmhaBwdSm90Params" : "FmhaBwdParams"));
+    const std::string params =
+        std::string(hopper ? "const __grid_constant__ " : "") +
+        (role == StageRole::fwd ? (hopper ? "FmhaFwdSm90Params" : "FmhaFwdParams")
+                                : (hopper ? "FmhaBwdSm90Params" : "FmhaBwdParams"));
     const std::string bounds = hopper ? "kThreads, 1" : "kThreads";
     s += "\nextern \"C\" __global__ void __launch_bounds__(" + bounds + ") " + symbol + "(" +
          params + " p) {\n  " + stage_body(c, role) + "\n}\n";

@@ -23,6 +23,15 @@ constexpr int kNumWarps = 12;
 // 128 a 128-row tile would put S^T and dP^T (64 registers each) beside dK and dV (128): over 232.
 int bwd_block_m(int hdim) { return hdim == 64 ? 128 : 64; }
 
+// More stages than shared memory holds: num_stages is the field a user lowers.
+void check_stages_fit(const ArchInfo& arch, const FmhaKernelConfig& c, int smem) {
+  if (smem > arch.max_smem_per_block_bytes) {
+    reject("num_stages", c.num_stages,
+           "a tile within " + std::to_string(arch.max_smem_per_block_bytes / 1024) +
+               " KB of shared memory (this one needs " + std::to_string(smem / 1024) + " KB)");
+  }
+}
+
 }  // namespace
 
 bool is_hopper(const ArchInfo& arch) { return arch.name == "sm_90" || arch.name == "sm_90a"; }
@@ -97,12 +106,7 @@ void check_wgmma_sm90a_bwd_tile(const ArchInfo& arch, const FmhaKernelConfig& c)
   if (c.num_stages < 1 || c.num_stages > 3) {
     reject("num_stages", c.num_stages, "0 (heuristic), 1 to 3 (impl wgmma_sm90a backward)");
   }
-  const int smem = wgmma_sm90a_bwd_smem_bytes(c);
-  if (smem > arch.max_smem_per_block_bytes) {
-    reject("num_stages", c.num_stages,
-           "a tile within " + std::to_string(arch.max_smem_per_block_bytes / 1024) +
-               " KB of shared memory (this one needs " + std::to_string(smem / 1024) + " KB)");
-  }
+  check_stages_fit(arch, c, wgmma_sm90a_bwd_smem_bytes(c));
 }
 
 void check_wgmma_sm90a_fwd_tile(const ArchInfo& arch, const FmhaKernelConfig& c) {
@@ -119,12 +123,7 @@ void check_wgmma_sm90a_fwd_tile(const ArchInfo& arch, const FmhaKernelConfig& c)
   if (c.num_stages < 1 || c.num_stages > 4) {
     reject("num_stages", c.num_stages, "0 (heuristic), 1 to 4 (impl wgmma_sm90a)");
   }
-  const int smem = wgmma_sm90a_fwd_smem_bytes(c);
-  if (smem > arch.max_smem_per_block_bytes) {
-    reject("num_stages", c.num_stages,
-           "a tile within " + std::to_string(arch.max_smem_per_block_bytes / 1024) +
-               " KB of shared memory (this one needs " + std::to_string(smem / 1024) + " KB)");
-  }
+  check_stages_fit(arch, c, wgmma_sm90a_fwd_smem_bytes(c));
 }
 
 }  // namespace fmha_jit::codegen

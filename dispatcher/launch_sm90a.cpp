@@ -14,8 +14,8 @@ FmhaTensorMap tensor_map(device::DeviceApi& api, DType dtype, const void* base,
                          const FmhaStrides& strides, int hdim, int seqlen, int heads, int batch,
                          int rows) {
   device::TensorMapSpec spec;
-  spec.element = dtype == DType::bf16 ? device::TensorMapElement::bf16
-                                      : device::TensorMapElement::fp16;
+  spec.element =
+      dtype == DType::bf16 ? device::TensorMapElement::bf16 : device::TensorMapElement::fp16;
   spec.base = base;
   spec.rank = 4;
   spec.dims = {static_cast<std::uint64_t>(hdim), static_cast<std::uint64_t>(seqlen),
@@ -45,8 +45,8 @@ FmhaTensorMap dq_accum_map(device::DeviceApi& api, float* dq_accum, int hdim, in
   constexpr std::uint64_t kFloatBytes = 4;
   spec.dims = {static_cast<std::uint64_t>(hdim), static_cast<std::uint64_t>(seqlen),
                static_cast<std::uint64_t>(heads_times_batch), 0, 0};
-  spec.strides = {0, hdim * kFloatBytes, static_cast<std::uint64_t>(seqlen) * hdim * kFloatBytes,
-                  0, 0};
+  spec.strides = {0, hdim * kFloatBytes, static_cast<std::uint64_t>(seqlen) * hdim * kFloatBytes, 0,
+                  0};
   spec.box = {32, 64, 1, 0, 0};
   spec.swizzle = device::TensorMapSwizzle::bytes128;
   const device::TensorMap encoded = api.encode_tensor_map(spec);
@@ -67,10 +67,9 @@ FmhaBwdSm90Params make_bwd_sm90a_params(const FmhaKernelConfig& c, const FmhaBwd
                             f.batch, c.block_n);
   params.v_map = tensor_map(api, c.dtype, f.v, f.v_strides, c.hdim_v, f.seqlen_k, f.nhead_k,
                             f.batch, c.block_n);
-  params.do_map = tensor_map(api, c.dtype, bwd.d_o, bwd.do_strides, c.hdim_v, f.seqlen_q,
-                             f.nhead_q, f.batch, c.block_m);
-  params.dq_accum_map =
-      dq_accum_map(api, bwd.dq_accum, c.hdim_q, f.seqlen_q, f.nhead_q * f.batch);
+  params.do_map = tensor_map(api, c.dtype, bwd.d_o, bwd.do_strides, c.hdim_v, f.seqlen_q, f.nhead_q,
+                             f.batch, c.block_m);
+  params.dq_accum_map = dq_accum_map(api, bwd.dq_accum, c.hdim_q, f.seqlen_q, f.nhead_q * f.batch);
   params.bwd = bwd;
   return params;
 }
@@ -83,11 +82,11 @@ FmhaFwdSm90Params make_fwd_sm90a_params(const FmhaKernelConfig& c, const FmhaFwd
                             fwd.batch, c.block_m);
   params.k_map = tensor_map(api, c.dtype, fwd.k, fwd.k_strides, hdim, fwd.seqlen_k, fwd.nhead_k,
                             fwd.batch, c.block_n);
-  params.v_map = tensor_map(api, c.dtype, fwd.v, fwd.v_strides, c.hdim_v, fwd.seqlen_k,
-                            fwd.nhead_k, fwd.batch, c.block_n);
+  params.v_map = tensor_map(api, c.dtype, fwd.v, fwd.v_strides, c.hdim_v, fwd.seqlen_k, fwd.nhead_k,
+                            fwd.batch, c.block_n);
   // Each consumer warpgroup stores its own 64 rows.
-  params.o_map = tensor_map(api, c.dtype, fwd.o, fwd.o_strides, c.hdim_v, fwd.seqlen_q,
-                            fwd.nhead_q, fwd.batch, 64);
+  params.o_map = tensor_map(api, c.dtype, fwd.o, fwd.o_strides, c.hdim_v, fwd.seqlen_q, fwd.nhead_q,
+                            fwd.batch, 64);
   params.fwd = fwd;
   params.num_m_blocks = (fwd.seqlen_q + c.block_m - 1) / c.block_m;
   params.num_tiles = params.num_m_blocks * fwd.nhead_q * fwd.batch;

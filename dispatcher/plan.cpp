@@ -36,7 +36,8 @@ std::vector<StageLaunch> plan_stages(const FmhaKernelConfig& c, const FmhaProble
     // Persistent (templates/fwd/fmha_fwd_sm90a.h): one CTA per SM, at most one per tile; the
     // CTAs stride over the tile list.
     const std::int64_t tiles = (p.seqlen_q + c.block_m - 1) / c.block_m * p.nhead_q * p.batch;
-    const std::int64_t ctas = multiprocessors > 0 && multiprocessors < tiles ? multiprocessors : tiles;
+    const std::int64_t ctas =
+        multiprocessors > 0 && multiprocessors < tiles ? multiprocessors : tiles;
     stages.push_back({codegen::StageRole::fwd,
                       {u32(ctas), 1, 1},
                       {u32(c.num_warps * 32), 1, 1},

@@ -29,7 +29,8 @@ cache::MemoryCache<LoadedModule>& loaded_modules() {
 
 class KernelRunner final : public FmhaRunner {
  public:
-  explicit KernelRunner(std::shared_ptr<const CompiledKernel> kernel) : kernel_(std::move(kernel)) {}
+  explicit KernelRunner(std::shared_ptr<const CompiledKernel> kernel)
+      : kernel_(std::move(kernel)) {}
 
   const FmhaKernelConfig& config() const override { return kernel_->config; }
   const std::string& key() const override { return kernel_->key; }
@@ -96,9 +97,9 @@ class KernelRunner final : public FmhaRunner {
     if (module_) return;
     device::DeviceApi& api = device::require_device("loading a kernel module");
     if (!arch_runs_on(config().arch, api.arch())) {
-      throw Error(ErrorCode::device_error,
-                  "kernel built for arch " + config().arch + " cannot run on " + api.name() +
-                      " (" + api.arch() + "); set config.arch = \"" + api.arch() + "\"");
+      throw Error(ErrorCode::device_error, "kernel built for arch " + config().arch +
+                                               " cannot run on " + api.name() + " (" + api.arch() +
+                                               "); set config.arch = \"" + api.arch() + "\"");
     }
     module_ = loaded_modules().get_or_build(key(), [&] {
       auto m = std::make_shared<LoadedModule>();
@@ -118,15 +119,15 @@ class KernelRunner final : public FmhaRunner {
  private:
   void require_family(Family family, const char* call) const {
     if (config().family != family) {
-      throw FieldError(ErrorCode::invalid_argument, "family", std::string(to_string(config().family)),
+      throw FieldError(ErrorCode::invalid_argument, "family",
+                       std::string(to_string(config().family)),
                        std::string(to_string(family)) + " (" + call + " needs a " +
                            std::string(to_string(family)) + " kernel)");
     }
   }
 
   template <class Params>
-  void launch_all(const FmhaProblem& problem, Params* params, void* stream,
-                  const StageHook* hook) {
+  void launch_all(const FmhaProblem& problem, Params* params, void* stream, const StageHook* hook) {
     load();
     device::DeviceApi& api = *device::active_device();
     const auto stages = plan_stages(config(), problem, api.multiprocessor_count());

@@ -173,10 +173,10 @@ FMHA_DEVICE void fmha_bwd_sm90a_produce(const FmhaBwdSm90Params& P, unsigned sme
 #pragma unroll
       for (int sl = 0; sl < Shape::kSlabs; ++sl) {
         const unsigned off = ring.slot * Shape::kQBytes + sl * Shape::kQSlabBytes;
-        fmha_tma_load_4d(smem + Shape::kQOffset + off, P.q_map, bars.q_full(ring.slot), sl * 64,
+        fmha_tma_load_4d(smem + Shape::kQOffset + off, P.q_map, bars.q_full(ring.slot), sl * 64, m0,
+                         h, w.b);
+        fmha_tma_load_4d(smem + Shape::kDoOffset + off, P.do_map, bars.do_full(ring.slot), sl * 64,
                          m0, h, w.b);
-        fmha_tma_load_4d(smem + Shape::kDoOffset + off, P.do_map, bars.do_full(ring.slot),
-                         sl * 64, m0, h, w.b);
       }
     }
     const fmha_index_t stat = (static_cast<fmha_index_t>(w.b) * f.nhead_q + h) * f.seqlen_q + m0;
@@ -223,24 +223,23 @@ FMHA_DEVICE void fmha_bwd_sm90a_write_dq(const FmhaBwdSm90Params& P, unsigned sm
     if (kDeterministic) {
       sem = P.bwd.semaphores + (static_cast<fmha_index_t>(w.b) * f.nhead_q + h) * num_m + m_block;
       fmha_semaphore_wait_eq(
-          sem, fmha_bwd_key_tiles<kMaskKind, kBlockM, Shape::kBlockN>(m_block, f).hi - 1 -
-                   w.n_block);
+          sem,
+          fmha_bwd_key_tiles<kMaskKind, kBlockM, Shape::kBlockN>(m_block, f).hi - 1 - w.n_block);
       fmha_fence_proxy_async_global();  // the reductions below come after what the wait saw
     }
 #pragma unroll
     for (int cw = 0; cw < 2; ++cw) {
 #pragma unroll
       for (int sl = 0; sl < 2; ++sl) {
-        fmha_tma_reduce_add_3d(P.dq_accum_map,
-                               smem + Shape::kDqOffset + cw * Shape::kDqBlockBytes + sl * 64 * 128,
-                               fmha_bwd_sm90a_dq_col0<Shape>(cw) + sl * 32,
-                               m_block * kBlockM + fmha_bwd_sm90a_dq_row0<Shape>(cw),
-                               w.b * f.nhead_q + h);
+        fmha_tma_reduce_add_3d(
+            P.dq_accum_map, smem + Shape::kDqOffset + cw * Shape::kDqBlockBytes + sl * 64 * 128,
+            fmha_bwd_sm90a_dq_col0<Shape>(cw) + sl * 32,
+            m_block * kBlockM + fmha_bwd_sm90a_dq_row0<Shape>(cw), w.b * f.nhead_q + h);
       }
     }
     fmha_bulk_commit_group();
     if (kDeterministic) {
-      fmha_bulk_wait_group<0>();  // the additions are complete in global memory ...
+      fmha_bulk_wait_group<0>();        // the additions are complete in global memory ...
       fmha_semaphore_release_inc(sem);  // ... before the next key tile may add its own
     } else {
       fmha_bulk_wait_group_read<0>();
@@ -330,7 +329,8 @@ FMHA_DEVICE void fmha_bwd_sm90a_consume(const FmhaBwdSm90Params& P, unsigned sme
   // that some valid row does not see entirely.
   FmhaKeyRange seen[2];
 #pragma unroll
-  for (int hf = 0; hf < 2; ++hf) seen[hf] = fmha_bwd_key_queries<kMaskKind>(n0 + key_row + hf * 8, f);
+  for (int hf = 0; hf < 2; ++hf)
+    seen[hf] = fmha_bwd_key_queries<kMaskKind>(n0 + key_row + hf * 8, f);
 
   fmha_mbarrier_wait(bars.kv_full(), 0);
   FmhaRingPos ring{0, 0u};
@@ -395,7 +395,8 @@ FMHA_DEVICE void fmha_bwd_sm90a_consume(const FmhaBwdSm90Params& P, unsigned sme
       for (int hf = 0; hf < 2; ++hf) {
         const int i = 4 * j + 2 * hf;
         pa[j / 2][(j % 2) * 2 + hf] = Pack::pack(s[i], s[i + 1]);
-        da[j / 2][(j % 2) * 2 + hf] = Pack::pack(s[i] * (dp[i] - d.x), s[i + 1] * (dp[i + 1] - d.y));
+        da[j / 2][(j % 2) * 2 + hf] =
+            Pack::pack(s[i] * (dp[i] - d.x), s[i + 1] * (dp[i + 1] - d.y));
       }
     }
     fmha_wgmma_fence();
@@ -421,8 +422,9 @@ FMHA_DEVICE void fmha_bwd_sm90a_consume(const FmhaBwdSm90Params& P, unsigned sme
 
     float dq[32];
     fmha_wgmma_fence();
-    Mma::dq(dq, ds + (fmha_bwd_sm90a_dq_row0<Shape>(cw) / 64) * Shape::kKVSlabBytes,
-            smem + Shape::kKOffset + (fmha_bwd_sm90a_dq_col0<Shape>(cw) / 64) * Shape::kKVSlabBytes);
+    Mma::dq(
+        dq, ds + (fmha_bwd_sm90a_dq_row0<Shape>(cw) / 64) * Shape::kKVSlabBytes,
+        smem + Shape::kKOffset + (fmha_bwd_sm90a_dq_col0<Shape>(cw) / 64) * Shape::kKVSlabBytes);
     fmha_wgmma_commit();
     fmha_wgmma_wait<0>();
 #pragma unroll
@@ -447,9 +449,9 @@ FMHA_DEVICE void fmha_bwd_sm90a_consume(const FmhaBwdSm90Params& P, unsigned sme
       for (int hf = 0; hf < 2; ++hf) {
         const int r = warp_in_wg * 16 + hf * 8 + (lane >> 2);
         const int chunk = (j % 4) * 2 + (lane & 3) / 2;
-        fmha_st_shared_f32x2(dq_smem + (j / 4) * 64 * 128 + r * 128 + ((chunk ^ (r & 7)) << 4) +
-                                 (lane & 1) * 8,
-                             dq[4 * j + 2 * hf], dq[4 * j + 2 * hf + 1]);
+        fmha_st_shared_f32x2(
+            dq_smem + (j / 4) * 64 * 128 + r * 128 + ((chunk ^ (r & 7)) << 4) + (lane & 1) * 8,
+            dq[4 * j + 2 * hf], dq[4 * j + 2 * hf + 1]);
       }
     }
     fmha_fence_proxy_async_shared();

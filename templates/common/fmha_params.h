@@ -51,7 +51,8 @@ struct FmhaBwdParams {
   FmhaStrides dk_strides;
   FmhaStrides dv_strides;
   float* d_rowsum;  // workspace: D = rowsum(dO * O), [B, Hq, Sq] fp32
-  float* dq_accum;  // workspace: fp32 dQ accumulation (layout owned by the kernel family); may be null
+  float*
+      dq_accum;  // workspace: fp32 dQ accumulation (layout owned by the kernel family); may be null
   float* dk_accum;  // workspace: fp32 dK accumulation for GQA reduction; may be null
   float* dv_accum;  // workspace: fp32 dV accumulation for GQA reduction; may be null
   int* semaphores;  // workspace: ordering counters for the deterministic mode; may be null

@@ -142,15 +142,15 @@ FMHA_DEVICE void fmha_fwd_sm90a_produce(const FmhaFwdSm90Params& P, unsigned sme
       fmha_mbarrier_arrive_expect_tx(bars.k_full(ring.slot), Shape::kKVBytes);
 #pragma unroll
       for (int sl = 0; sl < Shape::kSlabs; ++sl) {
-        fmha_tma_load_4d(k_dst + sl * Shape::kKVSlabBytes, P.k_map, bars.k_full(ring.slot),
-                         sl * 64, n0, hk, b);
+        fmha_tma_load_4d(k_dst + sl * Shape::kKVSlabBytes, P.k_map, bars.k_full(ring.slot), sl * 64,
+                         n0, hk, b);
       }
       fmha_mbarrier_wait(bars.v_empty(ring.slot), ring.phase ^ 1u);
       fmha_mbarrier_arrive_expect_tx(bars.v_full(ring.slot), Shape::kKVBytes);
 #pragma unroll
       for (int sl = 0; sl < Shape::kSlabs; ++sl) {
-        fmha_tma_load_4d(v_dst + sl * Shape::kKVSlabBytes, P.v_map, bars.v_full(ring.slot),
-                         sl * 64, n0, hk, b);
+        fmha_tma_load_4d(v_dst + sl * Shape::kKVSlabBytes, P.v_map, bars.v_full(ring.slot), sl * 64,
+                         n0, hk, b);
       }
       ring.advance<Shape::kStageCount>();
     }
@@ -173,9 +173,8 @@ struct FmhaFwdSm90aMma {
                            kFmhaSwizzle128B);
   }
   FMHA_DEVICE static unsigned long long v_desc(unsigned smem_v, int chunk, int ks) {
-    return fmha_wgmma_desc(
-        smem_v + chunk * (Shape::kON / 64) * Shape::kKVSlabBytes + ks * 16 * 128,
-        Shape::kKVSlabBytes, 1024, kFmhaSwizzle128B);
+    return fmha_wgmma_desc(smem_v + chunk * (Shape::kON / 64) * Shape::kKVSlabBytes + ks * 16 * 128,
+                           Shape::kKVSlabBytes, 1024, kFmhaSwizzle128B);
   }
   // S = Q K^T over the head dim (the first step overwrites S).
   FMHA_DEVICE static void qk(float (&s)[kBlockN / 2], unsigned smem_q, int row0, unsigned smem_k) {

@@ -53,8 +53,8 @@ FMHA_DEVICE void fmha_tma_store_4d(const FmhaTensorMap& map, unsigned src, int c
 FMHA_DEVICE void fmha_tma_reduce_add_3d(const FmhaTensorMap& map, unsigned src, int c0, int c1,
                                         int c2) {
   asm volatile(
-      "cp.reduce.async.bulk.tensor.3d.global.shared::cta.add.bulk_group [%0, {%2, %3, %4}], [%1];\n" ::
-          "l"(fmha_tensor_map_addr(map)),
+      "cp.reduce.async.bulk.tensor.3d.global.shared::cta.add.bulk_group [%0, {%2, %3, %4}], "
+      "[%1];\n" ::"l"(fmha_tensor_map_addr(map)),
       "r"(src), "r"(c0), "r"(c1), "r"(c2)
       : "memory");
 }

@@ -68,7 +68,8 @@ FMHA_DEVICE void fmha_wgmma_fence_operands(unsigned (&a)[kN][4]) {
 
 // D (+)= A B for one k16 step. kTransB = 0: B stored K-major ([n][k], like K in Q K^T);
 // 1: N-major ([k][n], like V in P V). The same for A from shared memory (ss<kTransA>): 1 reads
-// an A stored [k][m], like dS^T for dS K in the backward. scale_d = 0 ignores D's old value (first step).
+// an A stored [k][m], like dS^T for dS K in the backward. scale_d = 0 ignores D's old value (first
+// step).
 template <class Element, int kN, int kTransB>
 struct FmhaWgmma;
 

@@ -63,6 +63,11 @@ struct BackwardRepro {
 BackwardRepro check_backward(const AttentionCase& c, KernelImpl impl, bool deterministic,
                              std::uint32_t seed, int runs = 2);
 
+// Every mask kind, in the order the gpu cases sweep them.
+inline const std::vector<MaskKind> kAllMasks = {MaskKind::none, MaskKind::causal_top_left,
+                                                MaskKind::causal_bottom_right,
+                                                MaskKind::sliding_window};
+
 // True on an sm_90 GPU, which the wgmma_sm90a kernels need; elsewhere warns and returns false,
 // and the Hopper cases have nothing to run.
 bool on_hopper();

@@ -14,9 +14,6 @@ using test::AttentionCase;
 
 namespace {
 
-const std::vector<MaskKind> kMasks = {MaskKind::none, MaskKind::causal_top_left,
-                                      MaskKind::causal_bottom_right, MaskKind::sliding_window};
-
 void report(const AttentionCase& c, bool deterministic, const test::BackwardRepro& r) {
   std::printf("bwd %s %s: %d runs, max |ddQ| %.3e |ddK| %.3e |ddV| %.3e, bit-exact %s\n",
               test::describe(c).c_str(), deterministic ? "deterministic" : "atomic", r.runs,
@@ -29,7 +26,7 @@ TEST_CASE("gpu bwd: every dtype, head dim and mask at odd sizes, both dQ modes",
   std::uint32_t seed = 20000;
   for (DType dtype : {DType::fp16, DType::bf16}) {
     for (auto [hq, hv] : test::head_dim_pairs()) {
-      for (MaskKind mask : kMasks) {
+      for (MaskKind mask : test::kAllMasks) {
         const bool window = mask == MaskKind::sliding_window;
         // Sq != Sk so the bottom-right masks differ from the top-left one; 130 x 77 leaves
         // partial tiles on both sides and, for bottom-right, query rows that see no key.
@@ -49,7 +46,7 @@ TEST_CASE("gpu bwd: every dtype, head dim and mask at odd sizes, both dQ modes",
 TEST_CASE("gpu bwd: seqlen 1 and 1000, GQA 8:1, bshd, batch 1-3", "[gpu]") {
   std::uint32_t seed = 25000;
   for (auto [hq, hv] : test::head_dim_pairs()) {
-    for (MaskKind mask : kMasks) {
+    for (MaskKind mask : test::kAllMasks) {
       const bool window = mask == MaskKind::sliding_window;
       for (bool det : {false, true}) {
         test::check_backward({DType::bf16, hq, hv, mask, 1, 8, 1, 1, 1, Layout::bshd},
@@ -103,7 +100,7 @@ TEST_CASE("gpu bwd: the tiles of sm_80 and the 99 KB archs, run on this GPU", "[
                                    {192, 128, 32, 32, 4, 1}, {32, 32, 64, 64, 4, 1}};
   std::uint32_t seed = 32000;
   for (const auto& t : tiles) {
-    for (MaskKind mask : kMasks) {
+    for (MaskKind mask : test::kAllMasks) {
       for (bool det : {false, true}) {
         AttentionCase c{DType::bf16, t.hq, t.hv, mask, 2, 4, 2, 200, 333, Layout::bshd};
         if (mask == MaskKind::sliding_window) c.window_left = 50, c.window_right = 10;
@@ -164,11 +161,11 @@ TEST_CASE("gpu bwd: the stage hook sees every launch, in order", "[gpu]") {
   const StageHook hook = [&](std::size_t stage, std::string_view name, void*) {
     seen.emplace_back(stage, std::string(name));
   };
-  setup.runner->run_bwd(p,
-                        {buf.data(), buf.data(), buf.data(), buf.data(),
-                         static_cast<const float*>(buf.data()), buf.data(), buf.data(), buf.data(),
-                         buf.data()},
-                        nullptr, &hook);
+  setup.runner->run_bwd(
+      p,
+      {buf.data(), buf.data(), buf.data(), buf.data(), static_cast<const float*>(buf.data()),
+       buf.data(), buf.data(), buf.data(), buf.data()},
+      nullptr, &hook);
   device_synchronize();
   const std::vector<std::pair<std::size_t, std::string>> want = {
       {0, "dot_do_o"}, {1, "dq_dk_dv"}, {2, "convert_dq"}, {3, ""}};

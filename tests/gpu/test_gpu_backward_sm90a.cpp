@@ -14,24 +14,18 @@
 using namespace fmha_jit;
 using test::AttentionCase;
 
-namespace {
-
-const std::vector<MaskKind> kMasks = {MaskKind::none, MaskKind::causal_top_left,
-                                      MaskKind::causal_bottom_right, MaskKind::sliding_window};
-
-}  // namespace
-
 TEST_CASE("gpu sm90a bwd: every dtype, head dim and mask at odd sizes, both dQ modes", "[gpu]") {
   if (!test::on_hopper()) return;
   std::uint32_t seed = 40000;
   for (DType dtype : {DType::fp16, DType::bf16}) {
     for (int hdim : {64, 128}) {
-      for (MaskKind mask : kMasks) {
+      for (MaskKind mask : test::kAllMasks) {
         const bool window = mask == MaskKind::sliding_window;
         for (auto [sq, sk] : std::vector<std::pair<int, int>>{{17, 45}, {130, 77}, {300, 260}}) {
           for (bool det : {false, true}) {
-            const AttentionCase c{dtype, hdim, hdim, mask, 2, 4, 2, sq, sk, Layout::bhsd,
-                                  window ? 20 : -1, window ? 7 : -1};
+            const AttentionCase c{
+                dtype,          hdim, hdim, mask, 2, 4, 2, sq, sk, Layout::bhsd, window ? 20 : -1,
+                window ? 7 : -1};
             test::check_backward(c, KernelImpl::wgmma_sm90a, det, seed++);
           }
         }
@@ -44,7 +38,7 @@ TEST_CASE("gpu sm90a bwd: seqlen 1 and 1000, GQA 8:1, bshd, batch 1-3", "[gpu]")
   if (!test::on_hopper()) return;
   std::uint32_t seed = 45000;
   for (int hdim : {64, 128}) {
-    for (MaskKind mask : kMasks) {
+    for (MaskKind mask : test::kAllMasks) {
       const bool window = mask == MaskKind::sliding_window;
       for (bool det : {false, true}) {
         test::check_backward({DType::bf16, hdim, hdim, mask, 1, 8, 1, 1, 1, Layout::bshd},

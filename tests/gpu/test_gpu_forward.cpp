@@ -9,16 +9,11 @@
 using namespace fmha_jit;
 using test::AttentionCase;
 
-namespace {
-const std::vector<MaskKind> kMasks = {MaskKind::none, MaskKind::causal_top_left,
-                                      MaskKind::causal_bottom_right, MaskKind::sliding_window};
-}
-
 TEST_CASE("gpu fwd: every dtype, head dim and mask at odd sizes", "[gpu]") {
   std::uint32_t seed = 1;
   for (DType dtype : {DType::fp16, DType::bf16}) {
     for (auto [hq, hv] : test::head_dim_pairs()) {
-      for (MaskKind mask : kMasks) {
+      for (MaskKind mask : test::kAllMasks) {
         const bool window = mask == MaskKind::sliding_window;
         // Sq != Sk so the bottom-right masks differ from the top-left one.
         for (auto [sq, sk] : std::vector<std::pair<int, int>>{{17, 45}, {128, 128}, {130, 77}}) {
@@ -35,7 +30,7 @@ TEST_CASE("gpu fwd: every dtype, head dim and mask at odd sizes", "[gpu]") {
 TEST_CASE("gpu fwd: seqlen 1 and 1000, GQA 8:1, bshd, batch 1-3, no LSE", "[gpu]") {
   std::uint32_t seed = 5000;
   for (auto [hq, hv] : test::head_dim_pairs()) {
-    for (MaskKind mask : kMasks) {
+    for (MaskKind mask : test::kAllMasks) {
       const bool window = mask == MaskKind::sliding_window;
       test::check_forward({DType::bf16, hq, hv, mask, 1, 8, 1, 1, 1, Layout::bshd},
                           KernelImpl::mma_sm80, seed++);
@@ -53,7 +48,7 @@ TEST_CASE("gpu fwd: seqlen 4097 against the GPU reference kernel", "[gpu]") {
   std::uint32_t seed = 9000;
   for (auto [hq, hv] :
        std::vector<std::pair<int, int>>{{64, 64}, {128, 128}, {256, 256}, {192, 128}}) {
-    for (MaskKind mask : kMasks) {
+    for (MaskKind mask : test::kAllMasks) {
       const bool window = mask == MaskKind::sliding_window;
       test::check_forward({DType::bf16, hq, hv, mask, 1, 4, 2, 4097, 4097, Layout::bshd,
                            window ? 1000 : -1, window ? 1000 : -1},
@@ -75,7 +70,7 @@ TEST_CASE("gpu fwd: the tiles of sm_80 and the 99 KB archs, run on this GPU", "[
                                    {32, 32, 128, 128, 4, 2}};
   std::uint32_t seed = 12000;
   for (const auto& t : tiles) {
-    for (MaskKind mask : kMasks) {
+    for (MaskKind mask : test::kAllMasks) {
       AttentionCase c{DType::bf16, t.hq, t.hv, mask, 2, 4, 2, 200, 333, Layout::bshd};
       if (mask == MaskKind::sliding_window) c.window_left = 50, c.window_right = 10;
       c.block_m = t.bm;
@@ -93,6 +88,5 @@ TEST_CASE("gpu fwd: automatic impl picks a tensor-core kernel", "[gpu]") {
   const auto r = setup_fmha_dispatcher(c);
   REQUIRE(r.success);
   // Hopper gets its own kernels (test_gpu_forward_sm90a.cpp); other NVIDIA GPUs the sm_80 ones.
-  CHECK(r.config.impl ==
-        (c.arch == "sm_90" ? KernelImpl::wgmma_sm90a : KernelImpl::mma_sm80));
+  CHECK(r.config.impl == (c.arch == "sm_90" ? KernelImpl::wgmma_sm90a : KernelImpl::mma_sm80));
 }

@@ -12,24 +12,18 @@
 using namespace fmha_jit;
 using test::AttentionCase;
 
-namespace {
-
-const std::vector<MaskKind> kMasks = {MaskKind::none, MaskKind::causal_top_left,
-                                      MaskKind::causal_bottom_right, MaskKind::sliding_window};
-
-}  // namespace
-
 TEST_CASE("gpu sm90a fwd: every dtype, head dim and mask at odd sizes", "[gpu]") {
   if (!test::on_hopper()) return;
   std::uint32_t seed = 20000;
   for (DType dtype : {DType::fp16, DType::bf16}) {
     for (int hdim : {64, 128, 256}) {
-      for (MaskKind mask : kMasks) {
+      for (MaskKind mask : test::kAllMasks) {
         const bool window = mask == MaskKind::sliding_window;
         for (auto [sq, sk] :
              std::vector<std::pair<int, int>>{{17, 45}, {128, 128}, {130, 77}, {300, 1000}}) {
-          const AttentionCase c{dtype, hdim, hdim, mask, 2, 4, 2, sq, sk, Layout::bhsd,
-                                window ? 20 : -1, window ? 7 : -1};
+          const AttentionCase c{
+              dtype,          hdim, hdim, mask, 2, 4, 2, sq, sk, Layout::bhsd, window ? 20 : -1,
+              window ? 7 : -1};
           test::check_forward(c, KernelImpl::wgmma_sm90a, seed++);
         }
       }
@@ -41,7 +35,7 @@ TEST_CASE("gpu sm90a fwd: seqlen 1 and 1000, GQA 8:1, bshd, batch 1-3, no LSE", 
   if (!test::on_hopper()) return;
   std::uint32_t seed = 25000;
   for (int hdim : {64, 128, 256}) {
-    for (MaskKind mask : kMasks) {
+    for (MaskKind mask : test::kAllMasks) {
       const bool window = mask == MaskKind::sliding_window;
       test::check_forward({DType::bf16, hdim, hdim, mask, 1, 8, 1, 1, 1, Layout::bshd},
                           KernelImpl::wgmma_sm90a, seed++);
@@ -60,7 +54,7 @@ TEST_CASE("gpu sm90a fwd: seqlen 4097 and more tiles than SMs, against the GPU r
   if (!test::on_hopper()) return;
   std::uint32_t seed = 29000;
   for (int hdim : {64, 128, 256}) {
-    for (MaskKind mask : kMasks) {
+    for (MaskKind mask : test::kAllMasks) {
       const bool window = mask == MaskKind::sliding_window;
       // 33 m-blocks x 4 heads x 2 batches = 264 tiles: each persistent CTA runs two or more.
       test::check_forward({DType::bf16, hdim, hdim, mask, 2, 4, 2, 4097, 4097, Layout::bshd,

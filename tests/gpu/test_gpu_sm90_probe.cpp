@@ -137,8 +137,8 @@ TEST_CASE("gpu sm90a: the RS + N-major wgmma probe matches a CPU GEMM", "[gpu]")
   const int bad = mismatches(64 * 128, 1024);
   if (bad != 0) {
     const int swapped = mismatches(1024, 64 * 128);
-    WARN("expected encoding: " << bad << " of 8192 wrong; swapped (lbo 1024, sbo 8192): "
-                               << swapped << " wrong");
+    WARN("expected encoding: " << bad << " of 8192 wrong; swapped (lbo 1024, sbo 8192): " << swapped
+                               << " wrong");
   }
   dev.unload_module(module);
   CHECK(bad == 0);

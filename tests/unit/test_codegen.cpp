@@ -23,11 +23,10 @@ TEST_CASE("codegen: the entry is thin and names every stage", "[codegen]") {
     const auto entry = codegen::render_entry(canonical);
     CHECK(entry.symbols.size() == codegen::stage_roles(canonical).size());
     for (const auto& symbol : entry.symbols) {
-      CHECK_THAT(entry.source, Catch::Contains("extern \"C\" __global__") &&
-                                   Catch::Contains(symbol + "("));
+      CHECK_THAT(entry.source,
+                 Catch::Contains("extern \"C\" __global__") && Catch::Contains(symbol + "("));
     }
-    CHECK_THAT(entry.source, Catch::Contains("kHdimQ = 192;") &&
-                                 Catch::Contains("kHdimV = 128;") &&
+    CHECK_THAT(entry.source, Catch::Contains("kHdimQ = 192;") && Catch::Contains("kHdimV = 128;") &&
                                  Catch::Contains("kMaskKind = 3;") &&
                                  Catch::Contains("typedef fmha_bf16 Element;"));
     // Thin: constants, aliases and one call per symbol; the kernel bodies live in templates/.
@@ -37,16 +36,43 @@ TEST_CASE("codegen: the entry is thin and names every stage", "[codegen]") {
   }
 }
 
+TEST_CASE("codegen: the Hopper entries take their tensor maps as __grid_constant__", "[codegen]") {
+  FmhaKernelConfig c;
+  c.arch = "sm_90";
+  c.hdim_q = c.hdim_v = 128;
+  for (Family family : {Family::fwd, Family::bwd}) {
+    c.family = family;
+    const auto canonical = canonicalize(c);
+    REQUIRE(canonical.impl == KernelImpl::wgmma_sm90a);
+    const auto entry = codegen::render_entry(canonical);
+    const std::string params = family == Family::fwd
+                                   ? "const __grid_constant__ FmhaFwdSm90Params p"
+                                   : "const __grid_constant__ FmhaBwdSm90Params p";
+    // Every stage: one launch argument for the whole plan (dispatcher/runner.cpp).
+    for (const auto& symbol : entry.symbols)
+      CHECK_THAT(entry.source, Catch::Contains(symbol + "(" + params));
+    CHECK_THAT(entry.source, Catch::Contains("__launch_bounds__(kThreads, 1)"));
+    if (family == Family::bwd) {
+      // The row-wise stages are the sm_80 ones, reading the common parameters.
+      CHECK_THAT(entry.source, Catch::Contains("fmha_bwd_sm80_dot_do_o<") &&
+                                   Catch::Contains("fmha_bwd_sm90a_dq_dk_dv<") &&
+                                   Catch::Contains("fmha_bwd_sm80_convert_dq<"));
+      CHECK_THAT(entry.source, Catch::Contains("kNumWarps>(p.bwd);") &&
+                                   Catch::Contains("kDeterministic>(p.bwd);"));
+    }
+  }
+}
+
 TEST_CASE("codegen: kernel names are readable and unique across the sweep", "[codegen]") {
-  const auto items = codegen::plan_sweep(nlohmann::json{
-      {"family", {"fwd", "bwd"}},
-      {"dtype", {"fp16", "bf16"}},
-      {"hdim_q", {32, 64, 96, 128, 192, 256}},
-      {"hdim_v", {32, 64, 96, 128, 192, 256}},
-      {"mask", {"none", "causal", "causal-br", "window"}},
-      {"deterministic", {false, true}},
-      {"lse", {false, true}},
-      {"arch", {"sm_80", "sm_90", "sm_90a", "gfx90a"}}});
+  const auto items =
+      codegen::plan_sweep(nlohmann::json{{"family", {"fwd", "bwd"}},
+                                         {"dtype", {"fp16", "bf16"}},
+                                         {"hdim_q", {32, 64, 96, 128, 192, 256}},
+                                         {"hdim_v", {32, 64, 96, 128, 192, 256}},
+                                         {"mask", {"none", "causal", "causal-br", "window"}},
+                                         {"deterministic", {false, true}},
+                                         {"lse", {false, true}},
+                                         {"arch", {"sm_80", "sm_90", "sm_90a", "gfx90a"}}});
   std::set<std::string> names;
   int valid = 0;
   for (const auto& item : items) {

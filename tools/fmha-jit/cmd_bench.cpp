@@ -288,15 +288,15 @@ std::vector<Row> measure(const Point& pt, const BenchOptions& o, const GlobalOpt
     r.sets = b.sets;
     r.set_bytes = b.set_bytes;
     auto bwd_launch = [&](std::size_t s, const StageHook* hook) {
-      runner.run_bwd(p,
-                     {b.q.at(s), b.k.at(s), b.v.at(s), b.o.at(s),
-                      static_cast<const float*>(b.lse.at(s)), b.d_o.at(s), b.dq.at(s), b.dk.at(s),
-                      b.dv.at(s), b.workspace.data(), b.workspace.size()},
-                     nullptr, hook);
+      runner.run_bwd(
+          p,
+          {b.q.at(s), b.k.at(s), b.v.at(s), b.o.at(s), static_cast<const float*>(b.lse.at(s)),
+           b.d_o.at(s), b.dq.at(s), b.dk.at(s), b.dv.at(s), b.workspace.data(), b.workspace.size()},
+          nullptr, hook);
     };
     r.ms = time_launches([&](std::size_t s) { bwd_launch(s, nullptr); }, o, b.sets);
-    r.stage_ms = time_stages([&](std::size_t s, const StageHook& h) { bwd_launch(s, &h); }, o,
-                             b.sets);
+    r.stage_ms =
+        time_stages([&](std::size_t s, const StageHook& h) { bwd_launch(s, &h); }, o, b.sets);
     rows.push_back(std::move(r));
   }
   return rows;
