@@ -59,7 +59,8 @@ std::string wgmma_sm90a_stage_call(StageRole role) {
   switch (role) {
     case StageRole::fwd:
       return smem +
-             "fmha_fwd_sm90a<Element, kHdimQ, kMaskKind, kWriteLse, kBlockN, kStages>(p, smem);";
+             "fmha_fwd_sm90a<Element, kHdimQ, kMaskKind, kWriteLse, kBlockM, kBlockN, kStages>(p, "
+             "smem);";
     case StageRole::bwd_dq_dk_dv:
       return smem +
              "fmha_bwd_sm90a_dq_dk_dv<Element, kHdimQ, kMaskKind, kDeterministic, kBlockM, "

@@ -52,12 +52,14 @@ std::string wgmma_sm90a_gap(const FmhaKernelConfig& c) {
 }
 
 TileShape wgmma_sm90a_fwd_tile(const FmhaKernelConfig& c) {
-  // Registers per consumer thread (232 after setmaxnreg): S = block_n / 2, P = block_n / 4 packed,
+  // Registers per consumer thread (240 after setmaxnreg): S = block_n / 2, P = block_n / 4 packed,
   // O = hdim / 2. hdim 64 / 128 take 128-key tiles (S 64 + P 32 + O 64 at hdim 128 leaves room
   // for the softmax state and addresses); hdim 256 halves them, since O alone is 128 registers.
   // Two stages: the next tile's K and V land while this one's MMAs run (160 KB at hdim 128,
-  // 192 KB at hdim 256).
+  // 192 KB at hdim 256). 128 query rows by default; a config may ask for 192 at hdim 64 (three
+  // consumer warpgroups, 16 warps), not measured yet, so not the default.
   if (c.hdim_q >= 256) return {kBlockM, 64, kNumWarps, 2};
+  if (c.block_m == 192) return {192, 128, 16, 2};
   return {kBlockM, 128, kNumWarps, 2};
 }
 
@@ -83,9 +85,9 @@ int wgmma_sm90a_smem_bytes(const FmhaKernelConfig& c) {
 }
 
 int wgmma_sm90a_fwd_smem_bytes(const FmhaKernelConfig& c) {
-  // FmhaFwdSm90aShape::kSmemBytes: Q (128 rows), num_stages K and V tiles, 2 + 4 x num_stages
+  // FmhaFwdSm90aShape::kSmemBytes: Q (block_m rows), num_stages K and V tiles, 2 + 4 x num_stages
   // mbarriers of 8 bytes, and 1 KB to align the base to the swizzle period.
-  const int q = kBlockM * c.hdim_q * 2;
+  const int q = c.block_m * c.hdim_q * 2;
   const int kv = c.block_n * c.hdim_q * 2;
   return q + 2 * c.num_stages * kv + (2 + 4 * c.num_stages) * 8 + 1024;
 }
@@ -110,9 +112,19 @@ void check_wgmma_sm90a_bwd_tile(const ArchInfo& arch, const FmhaKernelConfig& c)
 }
 
 void check_wgmma_sm90a_fwd_tile(const ArchInfo& arch, const FmhaKernelConfig& c) {
-  if (c.block_m != kBlockM) reject("block_m", c.block_m, "0 (heuristic), 128 (impl wgmma_sm90a)");
-  if (c.num_warps != kNumWarps) {
-    reject("num_warps", c.num_warps, "0 (heuristic), 12 (impl wgmma_sm90a)");
+  // 128 rows (two consumer warpgroups) or, at hdim 64, 192 (three): their 160 registers after
+  // setmaxnreg hold O, S and P only when O is 32 of them.
+  if (c.block_m != kBlockM && (c.block_m != 192 || c.hdim_q != 64)) {
+    reject("block_m", c.block_m,
+           c.hdim_q == 64 ? "0 (heuristic), 128, 192 (impl wgmma_sm90a, hdim 64)"
+                          : "0 (heuristic), 128 (impl wgmma_sm90a)");
+  }
+  // One producer warpgroup and one consumer warpgroup per 64 rows.
+  const int warps = 4 * (1 + c.block_m / 64);
+  if (c.num_warps != warps) {
+    reject("num_warps", c.num_warps,
+           "0 (heuristic), " + std::to_string(warps) + " (impl wgmma_sm90a, block_m " +
+               std::to_string(c.block_m) + ")");
   }
   // hdim 256 with 128-key tiles needs O 128 + S 64 + P 32 registers: more than a consumer has.
   if (c.block_n != 64 && (c.block_n != 128 || c.hdim_q > 128)) {

@@ -514,7 +514,7 @@ FMHA_DEVICE void fmha_bwd_sm90a_dq_dk_dv(const FmhaBwdSm90Params& P, char* smem_
   const int wg = fmha_warpgroup_idx();
   if (wg == 0) {
     // 40 + 2 x 232 registers x 128 threads: what the CTA was given at launch (168 x 384); more
-    // would leave setmaxnreg.inc waiting forever (fmha_fwd_sm90a.h).
+    // would leave setmaxnreg.inc waiting forever (FmhaFwdSm90aShape).
     fmha_setmaxnreg_dec<40>();
     const int warp = fmha_warp_id();
     if (warp == 0) fmha_bwd_sm90a_produce<Shape, kMaskKind, kDeterministic>(P, smem, bars);

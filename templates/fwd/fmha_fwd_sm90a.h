@@ -1,11 +1,11 @@
 // Forward kernel for Hopper (sm_90a): TMA loads completing on mbarriers, wgmma with accumulators
-// in registers, one producer warp and two consumer warpgroups, persistent over the tiles.
+// in registers, one producer warp and two or three consumer warpgroups, persistent over the tiles.
 //
 // Launch geometry (the dispatcher relies on exactly this):
 //   grid  = (min(num_tiles, multiprocessors), 1, 1): persistent CTAs; CTA c takes tiles c,
 //           c + gridDim.x, ... of the list num_m_blocks x nhead_q x batch (fmha_fwd_sm90a_tile)
-//   block = 384 threads: warpgroup 0 produces (one thread issues every copy), warpgroups 1 and 2
-//           consume, 64 query rows each (kBlockM = 128)
+//   block = 128 (1 + kBlockM / 64) threads: warpgroup 0 produces (one thread issues every copy),
+//           warpgroups 1 .. kBlockM / 64 consume, 64 query rows each (kBlockM = 128 or 192)
 //   dynamic shared memory = FmhaFwdSm90aShape::kSmemBytes (Q, kStages K and V stages, barriers,
 //           1 KB to align the 128-byte-swizzled tiles to the 1024-byte period of the pattern)
 //   parameter: `const __grid_constant__ FmhaFwdSm90Params` (the copies read the tensor maps in
@@ -40,11 +40,12 @@
 
 // Compile-time shape of one instantiation. Mirrored on the host by
 // codegen::wgmma_sm90a_fwd_smem_bytes (codegen/tile_shapes.cpp).
-template <int kHdim, int kBlockN, int kStages>
+template <int kHdim, int kTileM, int kBlockN, int kStages>
 struct FmhaFwdSm90aShape {
   enum {
-    kBlockM = 128,
-    kThreads = 384,
+    kBlockM = kTileM,
+    kConsumers = kTileM / 64,  // consumer warpgroups, 64 query rows each
+    kThreads = 128 * (1 + kConsumers),
     kSlabs = kHdim / 64,  // 64-column slabs of a Q, K, V or O tile
     kQSlabBytes = kBlockM * 128,
     kKVSlabBytes = kBlockN * 128,
@@ -61,19 +62,28 @@ struct FmhaFwdSm90aShape {
     kOChunks = kHdim / kON,
     kKStepsQK = kHdim / 16,
     kKStepsPV = kBlockN / 16,
-    kConsumerArrivals = 8,  // one per consumer warp
+    kConsumerArrivals = 4 * kConsumers,  // one per consumer warp
     kStageCount = kStages,
+    // Registers per thread after setmaxnreg. The sums are what the CTA holds at launch (the
+    // launch bounds' share of the 64K file, 168 x 384 or 128 x 512): setmaxnreg.inc waits until
+    // the pool has what it asks for, so a larger split never proceeds (32 + 2 x 240 hung on the
+    // H200). Two consumers: 240, since at hdim 256 O alone is 128 (232 spilled); three (hdim 64
+    // only): 160 hold O 32 + S 64 + P 32.
+    kProducerRegs = kConsumers == 2 ? 24 : 32,
+    kConsumerRegs = kConsumers == 2 ? 240 : 160,
   };
+  static_assert(kTileM == 128 || (kTileM == 192 && kHdim == 64),
+                "128 query rows, or 192 (three consumer warpgroups) at hdim 64");
   static_assert(kHdim == 64 || kHdim == 128 || kHdim == 256, "hdim 64, 128 or 256");
   static_assert(kBlockN == 64 || kBlockN == 128, "wgmma N of Q K^T: 64 or 128");
   static_assert(kStages >= 1 && kStages <= 4, "1 to 4 K/V stages");
 };
 
-// Barrier ids of the named barriers (0 is __syncthreads): the ping-pong turn of each consumer
-// warpgroup, and each one's epilogue.
+// Barrier ids of the named barriers (0 is __syncthreads): the issuing turn of each consumer
+// warpgroup, and each one's epilogue (room for three consumers).
 enum {
   kFmhaSm90aBarTurn0 = 1,
-  kFmhaSm90aBarEpilogue0 = 3,
+  kFmhaSm90aBarEpilogue0 = 4,
 };
 
 // Tile t of the persistent work list. Causal masks make higher m-blocks heavier (they see more
@@ -220,12 +230,14 @@ FMHA_DEVICE void fmha_fwd_sm90a_consume(const FmhaFwdSm90Params& P, unsigned sme
   const int lane = fmha_lane_id();
   const int warp_in_wg = (fmha_thread_idx() / 32) % 4;
   const int wg_row0 = cw * 64;  // this warpgroup's first row within the block
+  // The warpgroups issue their MMAs in turn, 0, 1, (2,) 0, ...: each waits for its turn and
+  // passes it on to the next. Each barrier joins the waiting warpgroup and the one before it.
   const int turn_mine = kFmhaSm90aBarTurn0 + cw;
-  const int turn_other = kFmhaSm90aBarTurn0 + (1 - cw);
+  const int turn_other = kFmhaSm90aBarTurn0 + (cw + 1) % Shape::kConsumers;
   const float scale_log2 = p.scale_log2;
 
-  // Warpgroup 0 issues first.
-  if (cw == 1) fmha_named_barrier_arrive(turn_other, 256);
+  // Warpgroup 0 issues first: the last one hands it the first turn.
+  if (cw == Shape::kConsumers - 1) fmha_named_barrier_arrive(turn_other, 256);
 
   FmhaRingPos ring{0, 0u};
   int iter = 0;
@@ -369,9 +381,10 @@ FMHA_DEVICE void fmha_fwd_sm90a_consume(const FmhaFwdSm90Params& P, unsigned sme
   if (fmha_thread_idx() % 128 == 0) fmha_bulk_wait_group<0>();
 }
 
-template <class Element, int kHdim, int kMaskKind, bool kWriteLse, int kBlockN, int kStages>
+template <class Element, int kHdim, int kMaskKind, bool kWriteLse, int kBlockM, int kBlockN,
+          int kStages>
 FMHA_DEVICE void fmha_fwd_sm90a(const FmhaFwdSm90Params& P, char* smem_raw) {
-  using Shape = FmhaFwdSm90aShape<kHdim, kBlockN, kStages>;
+  using Shape = FmhaFwdSm90aShape<kHdim, kBlockM, kBlockN, kStages>;
   // The 128-byte swizzle repeats every 1024 bytes and the descriptors and the O staging assume
   // tiles that start on that period; dynamic shared memory is only 16-byte aligned.
   const unsigned smem_q = (fmha_smem_addr(smem_raw) + 1023u) & ~1023u;
@@ -383,7 +396,8 @@ FMHA_DEVICE void fmha_fwd_sm90a(const FmhaFwdSm90Params& P, char* smem_raw) {
     fmha_tma_prefetch_map(P.v_map);
     fmha_tma_prefetch_map(P.o_map);
     fmha_mbarrier_init(bars.q_full(), 1);
-    fmha_mbarrier_init(bars.q_empty(), 2);  // one per consumer warpgroup (its storing thread)
+    // One arrival per consumer warpgroup (its storing thread).
+    fmha_mbarrier_init(bars.q_empty(), Shape::kConsumers);
 #pragma unroll
     for (int s = 0; s < kStages; ++s) {
       fmha_mbarrier_init(bars.k_full(s), 1);
@@ -396,14 +410,10 @@ FMHA_DEVICE void fmha_fwd_sm90a(const FmhaFwdSm90Params& P, char* smem_raw) {
   fmha_sync_threads();
   const int wg = fmha_warpgroup_idx();
   if (wg == 0) {
-    // (24 + 2 x 240) registers x 128 threads: what the CTA was given at launch (168 x 384, the
-    // launch bounds' share of the 64K file). setmaxnreg.inc waits until the pool has the
-    // registers, so a split that asks for more than was released never proceeds: 32 + 2 x 240
-    // hung (H200). The consumers need the 240: at hdim 256, O alone is 128 of them (232 spilled).
-    fmha_setmaxnreg_dec<24>();
+    fmha_setmaxnreg_dec<Shape::kProducerRegs>();
     if (tid == 0) fmha_fwd_sm90a_produce<Shape, kMaskKind>(P, smem_q, bars);
     return;
   }
-  fmha_setmaxnreg_inc<240>();
+  fmha_setmaxnreg_inc<Shape::kConsumerRegs>();
   fmha_fwd_sm90a_consume<Element, Shape, kMaskKind, kWriteLse>(P, smem_q, bars, wg - 1);
 }

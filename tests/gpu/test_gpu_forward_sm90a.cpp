@@ -66,6 +66,23 @@ TEST_CASE("gpu sm90a fwd: seqlen 4097 and more tiles than SMs, against the GPU r
                       KernelImpl::wgmma_sm90a, seed++);
 }
 
+TEST_CASE("gpu sm90a fwd: three consumer warpgroups (hdim 64, 192 query rows)", "[gpu]") {
+  // Three warpgroups pass the issuing turn round (0, 1, 2, 0, ...) and share each K / V slot:
+  // odd sizes, GQA, bshd, and more tiles than SMs (4097 rows: 22 m-blocks x 8 heads x 2).
+  if (!test::on_hopper()) return;
+  std::uint32_t seed = 33000;
+  for (MaskKind mask : test::kAllMasks) {
+    const bool window = mask == MaskKind::sliding_window;
+    for (auto [sq, sk] : std::vector<std::pair<int, int>>{{17, 45}, {300, 1000}, {4097, 4097}}) {
+      AttentionCase c{
+          DType::bf16,     64, 64, mask, 2, 8, 2, sq, sk, Layout::bshd, window ? 100 : -1,
+          window ? 20 : -1};
+      c.block_m = 192;
+      test::check_forward(c, KernelImpl::wgmma_sm90a, seed++);
+    }
+  }
+}
+
 TEST_CASE("gpu sm90a fwd: auto picks wgmma_sm90a on this GPU and falls back where it must",
           "[gpu]") {
   if (!test::on_hopper()) return;

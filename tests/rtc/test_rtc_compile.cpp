@@ -332,6 +332,26 @@ TEST_CASE("rtc: every shipped Hopper forward compiles for sm_90a with 0 spills",
   require_hopper_kernels_without_spills(Family::fwd, {64, 128, 256});
 }
 
+TEST_CASE("rtc: the Hopper forward with three consumer warpgroups (hdim 64, 192 rows)", "[rtc]") {
+  // 16 warps: 128 registers per thread at launch, 32 for the producer and 160 for the consumers
+  // after setmaxnreg; O 32 + S 64 + P 32 must fit without spills.
+  test::TempDir tmp;
+  std::vector<FmhaKernelConfig> configs;
+  for (MaskKind mask : {MaskKind::none, MaskKind::causal_top_left, MaskKind::sliding_window}) {
+    FmhaKernelConfig c;
+    c.hdim_q = c.hdim_v = 64;
+    c.mask = mask;
+    c.block_m = 192;
+    configs.push_back(c);
+  }
+  const auto manifests = compile_all(configs, tmp.path());
+  for (std::size_t i = 0; i < configs.size(); ++i) {
+    INFO(canonical_string(configs[i]));
+    CHECK(canonicalize(configs[i]).num_warps == 16);
+    require_no_spills(manifests[i]);
+  }
+}
+
 TEST_CASE("rtc: every shipped Hopper backward compiles for sm_90a with 0 spills", "[rtc]") {
   // dK and dV stay in registers for the whole CTA beside S^T, dP^T, their 16-bit copies and dQ:
   // the consumers' 232 registers are the budget.

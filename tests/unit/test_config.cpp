@@ -376,6 +376,15 @@ TEST_CASE("config: the Hopper forward (wgmma_sm90a) and when auto falls back", "
   bad = c;
   bad.num_warps = 8;
   CHECK(rejected_field(bad) == "num_warps");
+  // 192 query rows (three consumer warpgroups, 16 warps) only at hdim 64.
+  bad = c;
+  bad.block_m = 192;
+  CHECK(rejected_field(bad) == "block_m");
+  bad.hdim_q = bad.hdim_v = 64;
+  CHECK(rejected_field(bad) == "(accepted)");
+  CHECK(canonicalize(bad).num_warps == 16);
+  bad.num_warps = 12;
+  CHECK(rejected_field(bad) == "num_warps");
   bad = c;
   bad.hdim_q = bad.hdim_v = 256;
   bad.block_n = 128;  // O 128 + S 64 + P 32 registers: more than a consumer thread has

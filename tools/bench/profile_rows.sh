@@ -2,9 +2,11 @@
 # Nsight Compute side by side: our kernel and torch flash's (FA2) on the grid rows that miss their
 # targets (BENCHMARKS.md), same sections for both, one text report per row under $OUT.
 #   profile_rows.sh FMHA_JIT_BINARY OUT_DIR
+# IMPL=mma_sm80 profiles the mma.sync kernels where `auto` would pick the Hopper ones.
 set -uo pipefail
 bin=$1
 out=$2
+impl=${IMPL:-auto}
 here=$(dirname "$0")
 sections="--section SpeedOfLight --section ComputeWorkloadAnalysis --section MemoryWorkloadAnalysis_Tables
   --section WarpStateStats --section LaunchStats --section Occupancy --section InstructionStats
@@ -24,7 +26,7 @@ for row in "${rows[@]}"; do
   {
     echo "=== ours $name"
     ncu_run -k "$ours" --launch-skip 1 -c 1 "$bin" bench --family "$family" --hdim-q "$hdim" --seqlen-q "$seqlen" \
-      --batch "$batch" --nhead-q "$heads" --mask "$mask" --warmup 1 --repeat 1 --quiet
+      --batch "$batch" --nhead-q "$heads" --mask "$mask" --impl "$impl" --warmup 1 --repeat 1 --quiet
     echo "=== flash $name"
     ncu_run -k "$flash" --launch-skip 1 -c 1 python3 "$here/torch_sdpa_once.py" --hdim "$hdim" \
       --seqlen "$seqlen" $tcausal
