@@ -1,5 +1,6 @@
 #include "dispatcher/launch.hpp"
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 
@@ -14,6 +15,7 @@ static_assert(sizeof(FmhaStrides) == 24);
 static_assert(sizeof(FmhaFwdParams) == 5 * 8 + 4 * 24 + 9 * 4 + 4);
 static_assert(sizeof(FmhaTensorMap) == 128 && alignof(FmhaTensorMap) == 64);
 static_assert(sizeof(FmhaFwdSm90Params) == 4 * 128 + 192);
+static_assert(offsetof(FmhaBwdSm90Params, bwd) == 5 * 128);
 static_assert(static_cast<int>(MaskKind::none) == FMHA_MASK_NONE);
 static_assert(static_cast<int>(MaskKind::causal_top_left) == FMHA_MASK_CAUSAL_TOP_LEFT);
 static_assert(static_cast<int>(MaskKind::causal_bottom_right) == FMHA_MASK_CAUSAL_BOTTOM_RIGHT);
