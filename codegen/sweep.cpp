@@ -2,6 +2,7 @@
 
 #include <set>
 
+#include "codegen/heuristics.hpp"
 #include "fmha_jit/error.hpp"
 
 namespace fmha_jit::codegen {
@@ -64,7 +65,9 @@ std::vector<SweepItem> plan_sweep(const nlohmann::json& document) {
     SweepItem item;
     item.point = point;
     try {
-      item.config = canonicalize(config_from_json(point));
+      const FmhaKernelConfig given = config_from_json(point);
+      item.config = canonicalize(given);
+      item.impl_fallback = impl_fallback_reason(given);
       item.valid = true;
       if (!seen.insert(to_json(item.config).dump()).second) continue;
     } catch (const Error& e) {

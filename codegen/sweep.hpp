@@ -22,10 +22,11 @@ inline constexpr std::size_t kMaxSweepPoints = 10000;
 std::vector<nlohmann::json> expand_sweep(const nlohmann::json& document);
 
 struct SweepItem {
-  nlohmann::json point;      // the expanded JSON object
+  nlohmann::json point;  // the expanded JSON object
   bool valid = false;
-  FmhaKernelConfig config;   // canonical, when valid
-  std::string skip_reason;   // the validation message, when not valid
+  FmhaKernelConfig config;    // canonical, when valid
+  std::string skip_reason;    // the validation message, when not valid
+  std::string impl_fallback;  // why auto on Hopper chose mma_sm80 (impl_fallback_reason), if so
 };
 
 // Expands, parses, validates and canonicalises; duplicates (same canonical config) are dropped.

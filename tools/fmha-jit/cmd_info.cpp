@@ -107,16 +107,20 @@ void info_file(const InfoOptions& o, const GlobalOptions& g) {
     const auto k = dispatch::key_config(plan.configs[i]);
     const std::string material = cache::key_material(k.inputs);
     const std::string cached = cache_state(cache_ptr, k);
+    // Where `auto` on Hopper fell back from the wgmma_sm90a kernels, and why.
+    const std::string& fallback = plan.impl_fallbacks[i];
     if (o.json) {
       out.push_back({{"config", to_json(k.canonical)},
                      {"key", k.key},
                      {"key_material", material},
                      {"kernel_symbols", k.entry.symbols},
-                     {"cached", cached}});
+                     {"cached", cached},
+                     {"impl_fallback", fallback}});
       continue;
     }
     fmt::print("[{}/{}] {}\n", i + 1, plan.configs.size(), codegen::kernel_base_name(k.canonical));
     fmt::print("  canonical: {}\n", to_json(k.canonical).dump());
+    if (!fallback.empty()) fmt::print("  fallback:  {}\n", fallback);
     fmt::print("  key:       {}\n", k.key);
     fmt::print("  cached:    {}\n", cached);
     fmt::print("  symbols:\n{}",

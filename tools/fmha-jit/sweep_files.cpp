@@ -43,6 +43,7 @@ void add_to_plan(SweepPlan& plan, const nlohmann::json& document, const std::str
       plan.skipped.push_back({origin, std::move(item.point), std::move(item.skip_reason)});
     } else if (seen.insert(to_json(item.config).dump()).second) {
       plan.configs.push_back(item.config);
+      plan.impl_fallbacks.push_back(std::move(item.impl_fallback));
     }
   }
 }

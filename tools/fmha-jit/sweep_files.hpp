@@ -22,7 +22,8 @@ struct SkippedPoint {
 };
 
 struct SweepPlan {
-  std::vector<FmhaKernelConfig> configs;  // canonical, unique across all files, in file order
+  std::vector<FmhaKernelConfig> configs;    // canonical, unique across all files, in file order
+  std::vector<std::string> impl_fallbacks;  // per config: codegen::impl_fallback_reason, or empty
   std::vector<SkippedPoint> skipped;
 };
 
