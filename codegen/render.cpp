@@ -51,10 +51,10 @@ std::string mma_sm80_stage_call(StageRole role) {
   return "";
 }
 
-// The Hopper stages; geometry in templates/fwd/fmha_fwd_sm90a.h and templates/bwd/fmha_bwd_sm90a.h,
-// mirrored by dispatcher/plan.cpp. The backward's row-wise stages are the sm_80 ones, reading the
-// common parameters inside the Hopper struct.
-std::string wgmma_sm90a_stage_call(StageRole role) {
+// The Hopper stages; geometry in templates/fwd/fmha_fwd_sm90a.h and templates/bwd/fmha_bwd_sm90a.h
+// (fmha_bwd_sm90a_hd256.h at hdim 256), mirrored by dispatcher/plan.cpp. The backward's row-wise
+// stages are the sm_80 ones, reading the common parameters inside the Hopper struct.
+std::string wgmma_sm90a_stage_call(const FmhaKernelConfig& c, StageRole role) {
   const std::string smem = "extern __shared__ __align__(1024) char smem[];\n  ";
   switch (role) {
     case StageRole::fwd:
@@ -62,6 +62,11 @@ std::string wgmma_sm90a_stage_call(StageRole role) {
              "fmha_fwd_sm90a<Element, kHdimQ, kMaskKind, kWriteLse, kBlockM, kBlockN, kStages>(p, "
              "smem);";
     case StageRole::bwd_dq_dk_dv:
+      if (c.hdim_q == 256) {
+        return smem +
+               "fmha_bwd_sm90a_hd256_dq_dk_dv<Element, kMaskKind, kDeterministic, kStages>(p, "
+               "smem);";
+      }
       return smem +
              "fmha_bwd_sm90a_dq_dk_dv<Element, kHdimQ, kMaskKind, kDeterministic, kBlockM, "
              "kStages>(p, smem);";
@@ -79,7 +84,8 @@ std::string wgmma_sm90a_stage_call(StageRole role) {
 // The header that defines the stage templates of an implementation.
 const char* family_header(const FmhaKernelConfig& c) {
   if (c.impl == KernelImpl::wgmma_sm90a) {
-    return c.family == Family::fwd ? "fwd/fmha_fwd_sm90a.h" : "bwd/fmha_bwd_sm90a.h";
+    if (c.family == Family::fwd) return "fwd/fmha_fwd_sm90a.h";
+    return c.hdim_q == 256 ? "bwd/fmha_bwd_sm90a_hd256.h" : "bwd/fmha_bwd_sm90a.h";
   }
   if (c.impl == KernelImpl::mma_sm80) {
     return c.family == Family::fwd ? "fwd/fmha_fwd_sm80.h" : "bwd/fmha_bwd_sm80.h";
@@ -90,7 +96,7 @@ const char* family_header(const FmhaKernelConfig& c) {
 
 // The body of one stage's extern "C" wrapper.
 std::string stage_body(const FmhaKernelConfig& c, StageRole role) {
-  if (c.impl == KernelImpl::wgmma_sm90a) return wgmma_sm90a_stage_call(role);
+  if (c.impl == KernelImpl::wgmma_sm90a) return wgmma_sm90a_stage_call(c, role);
   return c.impl == KernelImpl::mma_sm80 ? mma_sm80_stage_call(role) : reference_stage_call(role);
 }
 

@@ -13,15 +13,20 @@ namespace {
 }
 
 // Fixed by the kernels' structure: two consumer warpgroups of 64 rows (wgmma's M) and one
-// producer warpgroup; the forward's consumers own 64 query rows each, the backward's 64 keys.
+// producer warpgroup; the forward's consumers own 64 query rows each, the backward's 64 keys
+// (hdim 64, 128) or a head-dim half of the same 64 keys (hdim 256).
 constexpr int kBlockM = 128;
-constexpr int kBwdBlockN = 128;
 constexpr int kNumWarps = 12;
 
 // The backward's query tile: each consumer warpgroup computes one 64 x 64 dQ block of it, by
 // query rows at hdim 64 (a 128-row tile) and by head-dim halves at hdim 128 (64 rows). At hdim
 // 128 a 128-row tile would put S^T and dP^T (64 registers each) beside dK and dV (128): over 232.
+// At hdim 256 each warpgroup computes two 64 x 64 dQ blocks of a 64-row tile.
 int bwd_block_m(int hdim) { return hdim == 64 ? 128 : 64; }
+
+// The backward's key tile: 64 keys per consumer warpgroup, and at hdim 256 one tile of 64 shared
+// by both (their dK and dV of 64 keys x 256 columns would need 256 registers each).
+int bwd_block_n(int hdim) { return hdim == 256 ? 64 : 128; }
 
 // More stages than shared memory holds: num_stages is the field a user lowers.
 void check_stages_fit(const ArchInfo& arch, const FmhaKernelConfig& c, int smem) {
@@ -38,11 +43,6 @@ bool is_hopper(const ArchInfo& arch) { return arch.name == "sm_90" || arch.name 
 
 std::string wgmma_sm90a_gap(const FmhaKernelConfig& c) {
   if (c.hdim_q != c.hdim_v) return "hdim_q != hdim_v";
-  // dK and dV of a warpgroup's 64 keys live in registers for the whole CTA: hdim / 2 fp32 each
-  // per thread, 256 at hdim 256 against 232 available.
-  if (c.family == Family::bwd && c.hdim_q != 64 && c.hdim_q != 128) {
-    return "backward hdim " + std::to_string(c.hdim_q) + " (its backward serves 64, 128)";
-  }
   // Tiles are stored as 64-column slabs with 128-byte swizzle (one TMA box, one wgmma k-atom);
   // 32, 96 and 192 would need 64- or 32-byte swizzled slabs next to them.
   if (c.hdim_q != 64 && c.hdim_q != 128 && c.hdim_q != 256) {
@@ -56,26 +56,38 @@ TileShape wgmma_sm90a_fwd_tile(const FmhaKernelConfig& c) {
   // O = hdim / 2. hdim 64 / 128 take 128-key tiles (S 64 + P 32 + O 64 at hdim 128 leaves room
   // for the softmax state and addresses); hdim 256 halves them, since O alone is 128 registers.
   // Two stages: the next tile's K and V land while this one's MMAs run (160 KB at hdim 128,
-  // 192 KB at hdim 256). 128 query rows by default; a config may ask for 192 at hdim 64 (three
-  // consumer warpgroups, 16 warps), not measured yet, so not the default.
+  // 192 KB at hdim 256). At hdim 64 a 64 x 128 S tile is too little work per softmax to keep
+  // the tensor cores fed from two consumer warpgroups: 192 query rows (three warpgroups, 16
+  // warps) ran 530.8 TFLOP/s against 429.3 with 128 rows (bf16, S 8192, H200, 2026-12-04), and
+  // ahead at S 2048 and 16384, causal or not. A config may still ask for 128 rows or 12 warps.
   if (c.hdim_q >= 256) return {kBlockM, 64, kNumWarps, 2};
-  if (c.block_m == 192) return {192, 128, 16, 2};
+  if (c.hdim_q == 64 && c.block_m != kBlockM && c.num_warps != kNumWarps) return {192, 128, 16, 2};
   return {kBlockM, 128, kNumWarps, 2};
 }
 
 TileShape wgmma_sm90a_bwd_tile(const FmhaKernelConfig& c) {
-  // Two Q/dO stages: the next tile lands while this one's five GEMMs run (~195 KB of 227).
-  return {bwd_block_m(c.hdim_q), kBwdBlockN, kNumWarps, 2};
+  // Two Q/dO stages: the next tile lands while this one's five GEMMs run (~195 KB of 227); at
+  // hdim 256 two Q stages and one dO stage (~226 KB).
+  return {bwd_block_m(c.hdim_q), bwd_block_n(c.hdim_q), kNumWarps, 2};
 }
 
 int wgmma_sm90a_bwd_smem_bytes(const FmhaKernelConfig& c) {
+  const int block_n = bwd_block_n(c.hdim_q);
+  const int kv = block_n * c.hdim_q * 2;
+  const int q = c.block_m * c.hdim_q * 2;
+  const int dq = 64 * 64 * 4;
+  if (c.hdim_q == 256) {
+    // FmhaBwdSm90aHd256Shape::kSmemBytes: K and V (64 keys), num_stages Q tiles and one dO tile,
+    // P^T and dS^T (64 x 64, 16-bit), two 8 KB exchange buffers, two fp32 dQ blocks,
+    // num_stages LSE rows and one D row, 1 + 2 x num_stages + 6 mbarriers, 1 KB of alignment.
+    const int tile = block_n * c.block_m * 2;
+    return 2 * kv + (c.num_stages + 1) * q + 2 * tile + 2 * 8192 + 2 * dq +
+           (c.num_stages + 1) * c.block_m * 4 + (1 + 2 * c.num_stages + 6) * 8 + 1024;
+  }
   // FmhaBwdSm90aShape::kSmemBytes: K and V (128 keys), num_stages Q and dO tiles, two halves of
   // dS^T (128 keys x block_m), two fp32 dQ blocks (64 x 64), num_stages LSE and D rows,
   // 1 + 3 x num_stages + 4 mbarriers, 1 KB of alignment.
-  const int kv = kBwdBlockN * c.hdim_q * 2;
-  const int q = c.block_m * c.hdim_q * 2;
-  const int ds = kBwdBlockN * c.block_m * 2;
-  const int dq = 64 * 64 * 4;
+  const int ds = block_n * c.block_m * 2;
   return 2 * kv + 2 * c.num_stages * q + 2 * ds + 2 * dq + 2 * c.num_stages * c.block_m * 4 +
          (1 + 3 * c.num_stages + 4) * 8 + 1024;
 }
@@ -99,14 +111,20 @@ void check_wgmma_sm90a_bwd_tile(const ArchInfo& arch, const FmhaKernelConfig& c)
            "0 (heuristic), " + std::to_string(block_m) + " (impl wgmma_sm90a backward, hdim " +
                std::to_string(c.hdim_q) + ")");
   }
-  if (c.block_n != kBwdBlockN) {
-    reject("block_n", c.block_n, "0 (heuristic), 128 (impl wgmma_sm90a backward)");
+  const int block_n = bwd_block_n(c.hdim_q);
+  if (c.block_n != block_n) {
+    reject("block_n", c.block_n,
+           "0 (heuristic), " + std::to_string(block_n) + " (impl wgmma_sm90a backward, hdim " +
+               std::to_string(c.hdim_q) + ")");
   }
   if (c.num_warps != kNumWarps) {
     reject("num_warps", c.num_warps, "0 (heuristic), 12 (impl wgmma_sm90a)");
   }
-  if (c.num_stages < 1 || c.num_stages > 3) {
-    reject("num_stages", c.num_stages, "0 (heuristic), 1 to 3 (impl wgmma_sm90a backward)");
+  const int max_stages = c.hdim_q == 256 ? 2 : 3;
+  if (c.num_stages < 1 || c.num_stages > max_stages) {
+    reject("num_stages", c.num_stages,
+           "0 (heuristic), 1 to " + std::to_string(max_stages) +
+               " (impl wgmma_sm90a backward, hdim " + std::to_string(c.hdim_q) + ")");
   }
   check_stages_fit(arch, c, wgmma_sm90a_bwd_smem_bytes(c));
 }

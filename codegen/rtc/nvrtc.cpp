@@ -6,6 +6,8 @@
 #include <mutex>
 #include <string>
 
+#include <spdlog/spdlog.h>
+
 #include "codegen/rtc/compiler.hpp"
 #include "codegen/rtc/ptxas_report.hpp"
 #include "dispatcher/device/dynamic_library.hpp"
@@ -104,6 +106,15 @@ class NvrtcCompiler final : public RtcCompiler {
           req.options, "");
     }
     out.resources = parse_ptxas_report(out.log);
+    // ptxas warnings compile fine but may cost speed silently (e.g. wgmma serialised around a
+    // register access it could not prove safe): say so once per compile.
+    std::size_t at = 0;
+    while ((at = out.log.find("warning", at)) != std::string::npos) {
+      const std::size_t begin = out.log.rfind('\n', at) + 1;  // npos + 1 = 0: the first line
+      const std::size_t end = out.log.find('\n', at);
+      spdlog::warn("{}: {}", src.entry_name, out.log.substr(begin, end - begin));
+      at = end;
+    }
     out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     return out;
   }

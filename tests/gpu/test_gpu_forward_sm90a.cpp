@@ -66,9 +66,9 @@ TEST_CASE("gpu sm90a fwd: seqlen 4097 and more tiles than SMs, against the GPU r
                       KernelImpl::wgmma_sm90a, seed++);
 }
 
-TEST_CASE("gpu sm90a fwd: three consumer warpgroups (hdim 64, 192 query rows)", "[gpu]") {
-  // Three warpgroups pass the issuing turn round (0, 1, 2, 0, ...) and share each K / V slot:
-  // odd sizes, GQA, bshd, and more tiles than SMs (4097 rows: 22 m-blocks x 8 heads x 2).
+TEST_CASE("gpu sm90a fwd: two consumer warpgroups at hdim 64 (128 query rows)", "[gpu]") {
+  // hdim 64 ships with 192 rows (three warpgroups, covered by the cases above); the 128-row tile
+  // a config may ask for: odd sizes, GQA, bshd, more tiles than SMs (33 m-blocks x 8 heads x 2).
   if (!test::on_hopper()) return;
   std::uint32_t seed = 33000;
   for (MaskKind mask : test::kAllMasks) {
@@ -77,7 +77,7 @@ TEST_CASE("gpu sm90a fwd: three consumer warpgroups (hdim 64, 192 query rows)", 
       AttentionCase c{
           DType::bf16,     64, 64, mask, 2, 8, 2, sq, sk, Layout::bshd, window ? 100 : -1,
           window ? 20 : -1};
-      c.block_m = 192;
+      c.block_m = 128;
       test::check_forward(c, KernelImpl::wgmma_sm90a, seed++);
     }
   }

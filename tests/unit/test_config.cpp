@@ -309,8 +309,8 @@ TEST_CASE("config: the Hopper forward (wgmma_sm90a) and when auto falls back", "
       const auto r = canonicalize(c);
       CHECK(r.impl == KernelImpl::wgmma_sm90a);
       CHECK(r.arch == "sm_90a");  // wgmma exists only in the arch-specific ISA
-      CHECK(r.block_m == 128);
-      CHECK(r.num_warps == 12);
+      CHECK(r.block_m == (hdim == 64 ? 192 : 128));  // three consumer warpgroups at hdim 64
+      CHECK(r.num_warps == (hdim == 64 ? 16 : 12));
       CHECK(r.block_n == (hdim == 256 ? 64 : 128));
       CHECK(codegen::impl_fallback_reason(c).empty());
     }
@@ -324,22 +324,24 @@ TEST_CASE("config: the Hopper forward (wgmma_sm90a) and when auto falls back", "
   c.hdim_q = 192;
   c.hdim_v = 128;
   CHECK_THAT(codegen::impl_fallback_reason(c), Catch::Contains("hdim_q != hdim_v"));
-  // The backward serves hdim 64 and 128 (dK and dV of hdim 256 do not fit its registers).
+  // The backward serves hdim 64, 128 and 256 (at 256 both warpgroups share 64 keys and split
+  // the head dim); hdim 96 falls back.
   c.family = Family::bwd;
-  for (int hdim : {64, 128}) {
+  for (int hdim : {64, 128, 256}) {
     c.hdim_q = c.hdim_v = hdim;
     INFO("bwd hdim " << hdim);
     const auto r = canonicalize(c);
     CHECK(r.impl == KernelImpl::wgmma_sm90a);
     CHECK(r.arch == "sm_90a");
     CHECK(r.block_m == (hdim == 64 ? 128 : 64));
-    CHECK(r.block_n == 128);
+    CHECK(r.block_n == (hdim == 256 ? 64 : 128));
     CHECK(r.num_warps == 12);
+    CHECK(r.num_stages == 2);
     CHECK(codegen::impl_fallback_reason(c).empty());
   }
-  c.hdim_q = c.hdim_v = 256;
+  c.hdim_q = c.hdim_v = 96;
   CHECK(canonicalize(c).impl == KernelImpl::mma_sm80);
-  CHECK_THAT(codegen::impl_fallback_reason(c), Catch::Contains("backward hdim 256"));
+  CHECK_THAT(codegen::impl_fallback_reason(c), Catch::Contains("hdim 96"));
   c.family = Family::fwd;
   c.arch = "sm_80";
   CHECK(canonicalize(c).impl == KernelImpl::mma_sm80);
@@ -357,8 +359,15 @@ TEST_CASE("config: the Hopper forward (wgmma_sm90a) and when auto falls back", "
   bad.family = Family::bwd;
   CHECK(rejected_field(bad) == "(accepted)");
   bad.hdim_q = bad.hdim_v = 256;
-  CHECK(rejected_field(bad) == "impl");
+  CHECK(rejected_field(bad) == "(accepted)");
+  bad.block_n = 128;  // hdim 256: one 64-key tile shared by both warpgroups
+  CHECK(rejected_field(bad) == "block_n");
+  bad.block_n = 64;
+  bad.num_stages = 3;  // a third Q stage does not fit beside the dO stage
+  CHECK(rejected_field(bad) == "num_stages");
+  bad.num_stages = 0;
   bad.hdim_q = bad.hdim_v = 128;
+  bad.block_n = 0;
   bad.block_m = 128;  // S^T, dP^T 64 registers each beside dK and dV's 128
   CHECK(rejected_field(bad) == "block_m");
   bad.block_m = 64;
@@ -385,6 +394,16 @@ TEST_CASE("config: the Hopper forward (wgmma_sm90a) and when auto falls back", "
   CHECK(canonicalize(bad).num_warps == 16);
   bad.num_warps = 12;
   CHECK(rejected_field(bad) == "num_warps");
+  // hdim 64's heuristic tile is the 192-row one; asking for 128 rows or 12 warps gets 128 rows.
+  FmhaKernelConfig hd64 = c;
+  hd64.hdim_q = hd64.hdim_v = 64;
+  CHECK(canonicalize(hd64).block_m == 192);
+  CHECK(canonicalize(hd64).num_warps == 16);
+  hd64.num_warps = 12;
+  CHECK(canonicalize(hd64).block_m == 128);
+  hd64.num_warps = 0;
+  hd64.block_m = 128;
+  CHECK(canonicalize(hd64).num_warps == 12);
   bad = c;
   bad.hdim_q = bad.hdim_v = 256;
   bad.block_n = 128;  // O 128 + S 64 + P 32 registers: more than a consumer thread has
