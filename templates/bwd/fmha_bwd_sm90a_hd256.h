@@ -46,7 +46,7 @@ struct FmhaBwdSm90aHd256Shape {
     kQSlabBytes = kBlockM * 128,
     kKVBytes = kSlabs * kKVSlabBytes,
     kQBytes = kSlabs * kQSlabBytes,
-    kXchgBytes = 8 * 128 * 8,   // one warpgroup's 32 query columns: 8 float2 x 128 threads
+    kXchgBytes = 8 * 128 * 8,     // one warpgroup's 32 query columns: 8 float2 x 128 threads
     kDqBlockBytes = 64 * 64 * 4,  // one 64 x 64 fp32 dQ block, 2 slabs of 32 columns
     kKOffset = 0,
     kVOffset = kKVBytes,
@@ -181,10 +181,9 @@ FMHA_DEVICE void fmha_bwd_sm90a_hd256_write_dq(const FmhaBwdSm90Params& P, unsig
       for (int cw = 0; cw < 2; ++cw) {
 #pragma unroll
         for (int sl = 0; sl < 2; ++sl) {
-          fmha_tma_reduce_add_3d(P.dq_accum_map,
-                                 smem + Shape::kDqOffset + cw * Shape::kDqBlockBytes + sl * 64 * 128,
-                                 128 * cw + 64 * round + 32 * sl, m_block * kBlockM,
-                                 w.b * f.nhead_q + h);
+          fmha_tma_reduce_add_3d(
+              P.dq_accum_map, smem + Shape::kDqOffset + cw * Shape::kDqBlockBytes + sl * 64 * 128,
+              128 * cw + 64 * round + 32 * sl, m_block * kBlockM, w.b * f.nhead_q + h);
         }
       }
       fmha_bulk_commit_group();
@@ -204,8 +203,8 @@ FMHA_DEVICE void fmha_bwd_sm90a_hd256_write_dq(const FmhaBwdSm90Params& P, unsig
 // acc (64 keys x 128 columns) += A B, A = a 64 x 64 16-bit tile (keys x queries, K-major, one
 // swizzled slab), B = the columns [col0, col0 + 128) of a query tile read N-major.
 template <class Element, class Shape>
-FMHA_DEVICE void fmha_bwd_sm90a_hd256_accumulate(float (&acc)[64], unsigned a_tile,
-                                                 unsigned q_tile, int col0) {
+FMHA_DEVICE void fmha_bwd_sm90a_hd256_accumulate(float (&acc)[64], unsigned a_tile, unsigned q_tile,
+                                                 int col0) {
   using Mma = FmhaBwdSm90aMma<Element, Shape>;
 #pragma unroll
   for (int ks = 0; ks < Shape::kKStepsQuery; ++ks) {
@@ -246,7 +245,7 @@ FMHA_DEVICE void fmha_bwd_sm90a_hd256_consume(const FmhaBwdSm90Params& P, unsign
   const int warp_in_wg = tid_in_wg / 32;
   const int n0 = w.n_block * Shape::kBlockN;
   const int key_row = warp_in_wg * 16 + (lane >> 2);  // this lane's first key row
-  constexpr int col0 = 128 * kCw;                      // this warpgroup's head-dim half
+  constexpr int col0 = 128 * kCw;                     // this warpgroup's head-dim half
   const unsigned p_tile = smem + Shape::kPOffset;
   const unsigned ds_tile = smem + Shape::kDsOffset;
   // Exchange slots: float2 number (j % 4) * 2 + hf of this thread at 8 (128 k + tid) bytes, so a

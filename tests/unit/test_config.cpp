@@ -308,7 +308,7 @@ TEST_CASE("config: the Hopper forward (wgmma_sm90a) and when auto falls back", "
       INFO(arch << " hdim " << hdim);
       const auto r = canonicalize(c);
       CHECK(r.impl == KernelImpl::wgmma_sm90a);
-      CHECK(r.arch == "sm_90a");  // wgmma exists only in the arch-specific ISA
+      CHECK(r.arch == "sm_90a");                     // wgmma exists only in the arch-specific ISA
       CHECK(r.block_m == (hdim == 64 ? 192 : 128));  // three consumer warpgroups at hdim 64
       CHECK(r.num_warps == (hdim == 64 ? 16 : 12));
       CHECK(r.block_n == (hdim == 256 ? 64 : 128));
