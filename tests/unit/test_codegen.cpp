@@ -61,6 +61,14 @@ TEST_CASE("codegen: the Hopper entries take their tensor maps as __grid_constant
                                    Catch::Contains("kDeterministic>(p.bwd);"));
     }
   }
+  // hdim 256: its own stage-2 template (both warpgroups on one 64-key tile), same stages 1 and 3.
+  c.family = Family::bwd;
+  c.hdim_q = c.hdim_v = 256;
+  const auto entry = codegen::render_entry(canonicalize(c));
+  CHECK_THAT(entry.source, Catch::Contains("#include \"bwd/fmha_bwd_sm90a_hd256.h\"") &&
+                               Catch::Contains("fmha_bwd_sm90a_hd256_dq_dk_dv<") &&
+                               Catch::Contains("fmha_bwd_sm80_dot_do_o<") &&
+                               Catch::Contains("kBlockN = 64;"));
 }
 
 TEST_CASE("codegen: kernel names are readable and unique across the sweep", "[codegen]") {
