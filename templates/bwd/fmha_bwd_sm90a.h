@@ -140,9 +140,134 @@ FMHA_DEVICE void fmha_st_shared_f32(unsigned smem, float x) {
   asm volatile("st.shared.f32 [%0], %1;\n" ::"r"(smem), "f"(x) : "memory");
 }
 
+// Pieces both stage-2 kernels (this one and fmha_bwd_sm90a_hd256.h) share.
+
+// Lane 0 of the producer: the CTA's K and V tiles, once, as 64-column slabs.
+template <class Shape>
+FMHA_DEVICE void fmha_bwd_sm90a_load_kv(const FmhaBwdSm90Params& P, unsigned smem, unsigned bar,
+                                        int n0, int hk, int b) {
+  fmha_mbarrier_arrive_expect_tx(bar, 2 * Shape::kKVBytes);
+#pragma unroll
+  for (int sl = 0; sl < Shape::kSlabs; ++sl) {
+    fmha_tma_load_4d(smem + Shape::kKOffset + sl * Shape::kKVSlabBytes, P.k_map, bar, sl * 64, n0,
+                     hk, b);
+    fmha_tma_load_4d(smem + Shape::kVOffset + sl * Shape::kKVSlabBytes, P.v_map, bar, sl * 64, n0,
+                     hk, b);
+  }
+}
+
+// The LSE of query row `row` as the exponent offset of P = exp2(S scale_log2 - LSE log2 e): +inf
+// for rows past seqlen_q and rows that saw no key (LSE = -inf), so exp2(s - inf) = 0 gives them
+// no gradient.
+FMHA_DEVICE float fmha_bwd_sm90a_lse_log2(const FmhaFwdParams& f, fmha_index_t stat, int row,
+                                          int m0) {
+  const float inf = fmha_uint_as_float(0x7f800000u);
+  const float lse = m0 + row < f.seqlen_q ? f.lse[stat + row] : inf;
+  return lse == -inf ? inf : lse * FMHA_LOG2E;
+}
+
+FMHA_DEVICE void fmha_bwd_sm90a_prefetch_maps(const FmhaBwdSm90Params& P) {
+  fmha_tma_prefetch_map(P.q_map);
+  fmha_tma_prefetch_map(P.k_map);
+  fmha_tma_prefetch_map(P.v_map);
+  fmha_tma_prefetch_map(P.do_map);
+  fmha_tma_prefetch_map(P.dq_accum_map);
+}
+
+// P^T in place of S^T (64 key rows x kNT n8 blocks of queries, wgmma's accumulator layout):
+// exp2 against the LSE rows at `lse` (this lane's column pair of block 0), then, on tiles that
+// some valid row does not see entirely, zero where key row hf of this lane does not see the
+// query (seen[hf], fmha_bwd_key_queries).
+template <int kNT>
+FMHA_DEVICE void fmha_bwd_sm90a_probabilities(float (&s)[4 * kNT], unsigned lse, float scale_log2,
+                                              bool tile_full, const FmhaKeyRange (&seen)[2],
+                                              int m0) {
+  const int lane = fmha_lane_id();
+#pragma unroll
+  for (int j = 0; j < kNT; ++j) {
+    const FmhaF32x2 l = fmha_ld_shared_f32x2(lse + j * 32);
+#pragma unroll
+    for (int hf = 0; hf < 2; ++hf) {
+      s[4 * j + 2 * hf] = fmha_softmax_exp2(__fmaf_rn(s[4 * j + 2 * hf], scale_log2, -l.x));
+      s[4 * j + 2 * hf + 1] = fmha_softmax_exp2(__fmaf_rn(s[4 * j + 2 * hf + 1], scale_log2, -l.y));
+    }
+  }
+  if (tile_full) return;
+  const int col0 = m0 + (lane & 3) * 2;
+#pragma unroll
+  for (int hf = 0; hf < 2; ++hf) {
+    const int lo = seen[hf].lo - col0;
+    const int hi = seen[hf].hi - col0;
+#pragma unroll
+    for (int j = 0; j < kNT; ++j) {
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        const int c = j * 8 + e;
+        if (c < lo || c >= hi) s[4 * j + 2 * hf + e] = 0.f;
+      }
+    }
+  }
+}
+
+// Whether every valid query row of the tile at m0 sees every key of the tile at n0.
+template <int kMaskKind, int kBlockM, int kBlockN>
+FMHA_DEVICE bool fmha_bwd_sm90a_tile_full(int m0, int n0, const FmhaFwdParams& f) {
+  const int row_last = min(m0 + kBlockM, f.seqlen_q) - 1;
+  return n0 >= fmha_row_keys_i32<kMaskKind>(row_last, f).lo &&
+         n0 + kBlockN <= fmha_row_keys_i32<kMaskKind>(m0, f).hi;
+}
+
+// A 64 x 64 fp32 dQ block (wgmma's accumulator layout) into shared memory as 2 slabs of 32
+// columns with 128-byte swizzle: the box of the dq_accum map.
+FMHA_DEVICE void fmha_bwd_sm90a_store_dq_block(unsigned dq_smem, const float (&dq)[32]) {
+  const int lane = fmha_lane_id();
+  const int warp_in_wg = (fmha_thread_idx() / 32) % 4;
+#pragma unroll
+  for (int j = 0; j < 8; ++j) {
+#pragma unroll
+    for (int hf = 0; hf < 2; ++hf) {
+      const int r = warp_in_wg * 16 + hf * 8 + (lane >> 2);
+      const int chunk = (j % 4) * 2 + (lane & 3) / 2;
+      fmha_st_shared_f32x2(
+          dq_smem + (j / 4) * 64 * 128 + r * 128 + ((chunk ^ (r & 7)) << 4) + (lane & 1) * 8,
+          dq[4 * j + 2 * hf], dq[4 * j + 2 * hf + 1]);
+    }
+  }
+}
+
+// dK (scaled) and dV of this lane's two key rows, columns [col0, col0 + kChunks x kN), straight
+// from the accumulators: written once per CTA.
+template <class Element, int kChunks, int kN>
+FMHA_DEVICE void fmha_bwd_sm90a_store_dkdv(const FmhaBwdParams& p, const FmhaBwdSm90aWork& w,
+                                           int key_row0, int col0,
+                                           const float (&dk)[kChunks][kN / 2],
+                                           const float (&dv)[kChunks][kN / 2]) {
+  using Pack = FmhaMmaSm80<Element>;
+  const int lane = fmha_lane_id();
+  const float scale = p.fwd.scale;
+#pragma unroll
+  for (int hf = 0; hf < 2; ++hf) {
+    const int key = key_row0 + hf * 8;
+    if (key >= p.fwd.seqlen_k) continue;
+    Element* dk_row = static_cast<Element*>(p.d_k) + w.b * p.dk_strides.batch +
+                      w.hk * p.dk_strides.head + key * p.dk_strides.row + col0 + (lane & 3) * 2;
+    Element* dv_row = static_cast<Element*>(p.d_v) + w.b * p.dv_strides.batch +
+                      w.hk * p.dv_strides.head + key * p.dv_strides.row + col0 + (lane & 3) * 2;
+#pragma unroll
+    for (int c = 0; c < kChunks; ++c) {
+#pragma unroll
+      for (int j = 0; j < kN / 8; ++j) {
+        const int i = 4 * j + 2 * hf;
+        *reinterpret_cast<unsigned*>(dk_row + c * kN + j * 8) =
+            Pack::pack(dk[c][i] * scale, dk[c][i + 1] * scale);
+        *reinterpret_cast<unsigned*>(dv_row + c * kN + j * 8) = Pack::pack(dv[c][i], dv[c][i + 1]);
+      }
+    }
+  }
+}
+
 // Warp 0 of warpgroup 0: K and V once, then Q and dO by TMA (lane 0) and the LSE and D rows by
-// all lanes, stage after stage. LSE is stored premultiplied by log2 e, and as +inf for rows past
-// seqlen_q and rows that saw no key (LSE = -inf): exp2(s - inf) = 0 gives them no gradient.
+// all lanes, stage after stage (LSE as fmha_bwd_sm90a_lse_log2).
 template <class Shape, int kMaskKind, bool kDeterministic>
 FMHA_DEVICE void fmha_bwd_sm90a_produce(const FmhaBwdSm90Params& P, unsigned smem,
                                         const FmhaBwdSm90aBarriers<Shape>& bars) {
@@ -150,18 +275,9 @@ FMHA_DEVICE void fmha_bwd_sm90a_produce(const FmhaBwdSm90Params& P, unsigned sme
   const FmhaFwdParams& f = P.bwd.fwd;
   const FmhaBwdSm90aWork w = fmha_bwd_sm90a_work<Shape, kMaskKind, kDeterministic>(f);
   const int lane = fmha_lane_id();
-  const int n0 = w.n_block * Shape::kBlockN;
   if (lane == 0) {
-    fmha_mbarrier_arrive_expect_tx(bars.kv_full(), 2 * Shape::kKVBytes);
-#pragma unroll
-    for (int sl = 0; sl < Shape::kSlabs; ++sl) {
-      fmha_tma_load_4d(smem + Shape::kKOffset + sl * Shape::kKVSlabBytes, P.k_map, bars.kv_full(),
-                       sl * 64, n0, w.hk, w.b);
-      fmha_tma_load_4d(smem + Shape::kVOffset + sl * Shape::kKVSlabBytes, P.v_map, bars.kv_full(),
-                       sl * 64, n0, w.hk, w.b);
-    }
+    fmha_bwd_sm90a_load_kv<Shape>(P, smem, bars.kv_full(), w.n_block * Shape::kBlockN, w.hk, w.b);
   }
-  const float inf = fmha_uint_as_float(0x7f800000u);
   FmhaRingPos ring{0, 0u};
   for (int it = 0; it < w.num_iters; ++it) {
     const int h = w.head(it);
@@ -183,12 +299,10 @@ FMHA_DEVICE void fmha_bwd_sm90a_produce(const FmhaBwdSm90Params& P, unsigned sme
     const unsigned stat_slot = ring.slot * kBlockM * 4;
 #pragma unroll
     for (int r = lane; r < kBlockM; r += 32) {
-      const bool valid = m0 + r < f.seqlen_q;
-      const float lse = valid ? f.lse[stat + r] : inf;
-      const float d = valid ? P.bwd.d_rowsum[stat + r] : 0.f;
       fmha_st_shared_f32(smem + Shape::kLseOffset + stat_slot + r * 4,
-                         lse == -inf ? inf : lse * FMHA_LOG2E);
-      fmha_st_shared_f32(smem + Shape::kDsumOffset + stat_slot + r * 4, d);
+                         fmha_bwd_sm90a_lse_log2(f, stat, r, m0));
+      fmha_st_shared_f32(smem + Shape::kDsumOffset + stat_slot + r * 4,
+                         m0 + r < f.seqlen_q ? P.bwd.d_rowsum[stat + r] : 0.f);
     }
     fmha_mbarrier_arrive(bars.q_full(ring.slot));
     fmha_mbarrier_arrive(bars.do_full(ring.slot));
@@ -339,9 +453,6 @@ FMHA_DEVICE void fmha_bwd_sm90a_consume(const FmhaBwdSm90Params& P, unsigned sme
     const unsigned q_tile = smem + Shape::kQOffset + ring.slot * Shape::kQBytes;
     const unsigned do_tile = smem + Shape::kDoOffset + ring.slot * Shape::kQBytes;
     const unsigned stat_slot = ring.slot * kBlockM * 4 + (lane & 3) * 8;
-    const int row_last = min(m0 + kBlockM, f.seqlen_q) - 1;
-    const bool tile_full = n0 >= fmha_row_keys_i32<kMaskKind>(row_last, f).lo &&
-                           n0 + Shape::kBlockN <= fmha_row_keys_i32<kMaskKind>(m0, f).hi;
 
     float s[kBlockM / 2];
     float dp[kBlockM / 2];
@@ -356,32 +467,9 @@ FMHA_DEVICE void fmha_bwd_sm90a_consume(const FmhaBwdSm90Params& P, unsigned sme
     // P^T in place of S^T while dP^T is still computed.
     fmha_wgmma_wait<1>();
     fmha_wgmma_fence_operands(s);
-#pragma unroll
-    for (int j = 0; j < kNT; ++j) {
-      const FmhaF32x2 l = fmha_ld_shared_f32x2(smem + Shape::kLseOffset + stat_slot + j * 32);
-#pragma unroll
-      for (int hf = 0; hf < 2; ++hf) {
-        s[4 * j + 2 * hf] = fmha_softmax_exp2(__fmaf_rn(s[4 * j + 2 * hf], scale_log2, -l.x));
-        s[4 * j + 2 * hf + 1] =
-            fmha_softmax_exp2(__fmaf_rn(s[4 * j + 2 * hf + 1], scale_log2, -l.y));
-      }
-    }
-    if (!tile_full) {
-      const int col0 = m0 + (lane & 3) * 2;
-#pragma unroll
-      for (int hf = 0; hf < 2; ++hf) {
-        const int lo = seen[hf].lo - col0;
-        const int hi = seen[hf].hi - col0;
-#pragma unroll
-        for (int j = 0; j < kNT; ++j) {
-#pragma unroll
-          for (int e = 0; e < 2; ++e) {
-            const int c = j * 8 + e;
-            if (c < lo || c >= hi) s[4 * j + 2 * hf + e] = 0.f;
-          }
-        }
-      }
-    }
+    fmha_bwd_sm90a_probabilities<kNT>(
+        s, smem + Shape::kLseOffset + stat_slot, scale_log2,
+        fmha_bwd_sm90a_tile_full<kMaskKind, kBlockM, Shape::kBlockN>(m0, n0, f), seen, m0);
     fmha_wgmma_wait<0>();
     fmha_wgmma_fence_operands(dp);
 
@@ -441,46 +529,14 @@ FMHA_DEVICE void fmha_bwd_sm90a_consume(const FmhaBwdSm90Params& P, unsigned sme
 
     // The dQ block into shared memory (fp32, 2 slabs of 32 columns, 128-byte swizzle: the box of
     // the dq_accum map) once the writer has copied the previous one.
-    const unsigned dq_smem = smem + Shape::kDqOffset + cw * Shape::kDqBlockBytes;
     fmha_mbarrier_wait(bars.dq_empty(cw), (it & 1) ^ 1);
-#pragma unroll
-    for (int j = 0; j < 8; ++j) {
-#pragma unroll
-      for (int hf = 0; hf < 2; ++hf) {
-        const int r = warp_in_wg * 16 + hf * 8 + (lane >> 2);
-        const int chunk = (j % 4) * 2 + (lane & 3) / 2;
-        fmha_st_shared_f32x2(
-            dq_smem + (j / 4) * 64 * 128 + r * 128 + ((chunk ^ (r & 7)) << 4) + (lane & 1) * 8,
-            dq[4 * j + 2 * hf], dq[4 * j + 2 * hf + 1]);
-      }
-    }
+    fmha_bwd_sm90a_store_dq_block(smem + Shape::kDqOffset + cw * Shape::kDqBlockBytes, dq);
     fmha_fence_proxy_async_shared();
     fmha_mbarrier_arrive(bars.dq_full(cw));
     ring.advance<Shape::kStageCount>();
   }
 
-  // dK (scaled) and dV straight from the accumulators: written once per CTA.
-  const float scale = f.scale;
-  const FmhaBwdParams& p = P.bwd;
-#pragma unroll
-  for (int hf = 0; hf < 2; ++hf) {
-    const int key = n0 + key_row + hf * 8;
-    if (key >= f.seqlen_k) continue;
-    Element* dk_row = static_cast<Element*>(p.d_k) + w.b * p.dk_strides.batch +
-                      w.hk * p.dk_strides.head + key * p.dk_strides.row + (lane & 3) * 2;
-    Element* dv_row = static_cast<Element*>(p.d_v) + w.b * p.dv_strides.batch +
-                      w.hk * p.dv_strides.head + key * p.dv_strides.row + (lane & 3) * 2;
-#pragma unroll
-    for (int c = 0; c < kDChunks; ++c) {
-#pragma unroll
-      for (int j = 0; j < kDN / 8; ++j) {
-        const int i = 4 * j + 2 * hf;
-        *reinterpret_cast<unsigned*>(dk_row + c * kDN + j * 8) =
-            Pack::pack(dk[c][i] * scale, dk[c][i + 1] * scale);
-        *reinterpret_cast<unsigned*>(dv_row + c * kDN + j * 8) = Pack::pack(dv[c][i], dv[c][i + 1]);
-      }
-    }
-  }
+  fmha_bwd_sm90a_store_dkdv<Element, kDChunks, kDN>(P.bwd, w, n0 + key_row, 0, dk, dv);
 }
 
 template <class Element, int kHdim, int kMaskKind, bool kDeterministic, int kBlockM, int kStages>
@@ -491,11 +547,7 @@ FMHA_DEVICE void fmha_bwd_sm90a_dq_dk_dv(const FmhaBwdSm90Params& P, char* smem_
   const FmhaBwdSm90aBarriers<Shape> bars{smem + Shape::kBarOffset};
   const int tid = fmha_thread_idx();
   if (tid == 0) {
-    fmha_tma_prefetch_map(P.q_map);
-    fmha_tma_prefetch_map(P.k_map);
-    fmha_tma_prefetch_map(P.v_map);
-    fmha_tma_prefetch_map(P.do_map);
-    fmha_tma_prefetch_map(P.dq_accum_map);
+    fmha_bwd_sm90a_prefetch_maps(P);
     fmha_mbarrier_init(bars.kv_full(), 1);
 #pragma unroll
     for (int s = 0; s < kStages; ++s) {

@@ -99,18 +99,9 @@ FMHA_DEVICE void fmha_bwd_sm90a_hd256_produce(const FmhaBwdSm90Params& P, unsign
   const FmhaFwdParams& f = P.bwd.fwd;
   const FmhaBwdSm90aWork w = fmha_bwd_sm90a_work<Shape, kMaskKind, kDeterministic>(f);
   const int lane = fmha_lane_id();
-  const int n0 = w.n_block * Shape::kBlockN;
   if (lane == 0) {
-    fmha_mbarrier_arrive_expect_tx(bars.kv_full(), 2 * Shape::kKVBytes);
-#pragma unroll
-    for (int sl = 0; sl < Shape::kSlabs; ++sl) {
-      fmha_tma_load_4d(smem + Shape::kKOffset + sl * Shape::kKVSlabBytes, P.k_map, bars.kv_full(),
-                       sl * 64, n0, w.hk, w.b);
-      fmha_tma_load_4d(smem + Shape::kVOffset + sl * Shape::kKVSlabBytes, P.v_map, bars.kv_full(),
-                       sl * 64, n0, w.hk, w.b);
-    }
+    fmha_bwd_sm90a_load_kv<Shape>(P, smem, bars.kv_full(), w.n_block * Shape::kBlockN, w.hk, w.b);
   }
-  const float inf = fmha_uint_as_float(0x7f800000u);
   FmhaRingPos ring{0, 0u};
   for (int it = 0; it < w.num_iters; ++it) {
     const int h = w.head(it);
@@ -128,9 +119,8 @@ FMHA_DEVICE void fmha_bwd_sm90a_hd256_produce(const FmhaBwdSm90Params& P, unsign
     }
 #pragma unroll
     for (int r = lane; r < kBlockM; r += 32) {
-      const float lse = m0 + r < f.seqlen_q ? f.lse[stat + r] : inf;
       fmha_st_shared_f32(smem + Shape::kLseOffset + ring.slot * kBlockM * 4 + r * 4,
-                         lse == -inf ? inf : lse * FMHA_LOG2E);
+                         fmha_bwd_sm90a_lse_log2(f, stat, r, m0));
     }
     fmha_mbarrier_arrive(bars.q_full(ring.slot));
 
@@ -236,7 +226,6 @@ template <class Element, class Shape, int kMaskKind, bool kDeterministic, int kC
 FMHA_DEVICE void fmha_bwd_sm90a_hd256_consume(const FmhaBwdSm90Params& P, unsigned smem,
                                               const FmhaBwdSm90aHd256Barriers<Shape>& bars) {
   using Mma = FmhaBwdSm90aMma<Element, Shape>;
-  using Pack = FmhaMmaSm80<Element>;
   enum { kBlockM = Shape::kBlockM };
   const FmhaFwdParams& f = P.bwd.fwd;
   const FmhaBwdSm90aWork w = fmha_bwd_sm90a_work<Shape, kMaskKind, kDeterministic>(f);
@@ -256,10 +245,10 @@ FMHA_DEVICE void fmha_bwd_sm90a_hd256_consume(const FmhaBwdSm90Params& P, unsign
   constexpr int j_mine = kCw == 0 ? 0 : 4;  // the n8 blocks of dS^T this warpgroup computes
   const float scale_log2 = f.scale_log2;
 
-  float dk[64];
-  float dv[64];
+  float dk[1][64];  // one chunk of N = 128: the layout fmha_bwd_sm90a_store_dkdv takes
+  float dv[1][64];
 #pragma unroll
-  for (int i = 0; i < 64; ++i) dk[i] = dv[i] = 0.f;
+  for (int i = 0; i < 64; ++i) dk[0][i] = dv[0][i] = 0.f;
 
   FmhaKeyRange seen[2];
 #pragma unroll
@@ -288,36 +277,9 @@ FMHA_DEVICE void fmha_bwd_sm90a_hd256_consume(const FmhaBwdSm90Params& P, unsign
     fmha_wgmma_wait<0>();
     fmha_wgmma_fence_operands(t);
     if (kCw == 0) {
-      const unsigned lse = smem + Shape::kLseOffset + ring.slot * kBlockM * 4 + col_pair;
-#pragma unroll
-      for (int j = 0; j < 8; ++j) {
-        const FmhaF32x2 l = fmha_ld_shared_f32x2(lse + j * 32);
-#pragma unroll
-        for (int hf = 0; hf < 2; ++hf) {
-          t[4 * j + 2 * hf] = fmha_softmax_exp2(__fmaf_rn(t[4 * j + 2 * hf], scale_log2, -l.x));
-          t[4 * j + 2 * hf + 1] =
-              fmha_softmax_exp2(__fmaf_rn(t[4 * j + 2 * hf + 1], scale_log2, -l.y));
-        }
-      }
-      const int row_last = min(m0 + kBlockM, f.seqlen_q) - 1;
-      const bool tile_full = n0 >= fmha_row_keys_i32<kMaskKind>(row_last, f).lo &&
-                             n0 + Shape::kBlockN <= fmha_row_keys_i32<kMaskKind>(m0, f).hi;
-      if (!tile_full) {
-        const int c0 = m0 + (lane & 3) * 2;
-#pragma unroll
-        for (int hf = 0; hf < 2; ++hf) {
-          const int lo = seen[hf].lo - c0;
-          const int hi = seen[hf].hi - c0;
-#pragma unroll
-          for (int j = 0; j < 8; ++j) {
-#pragma unroll
-            for (int e = 0; e < 2; ++e) {
-              const int c = j * 8 + e;
-              if (c < lo || c >= hi) t[4 * j + 2 * hf + e] = 0.f;
-            }
-          }
-        }
-      }
+      fmha_bwd_sm90a_probabilities<8>(
+          t, smem + Shape::kLseOffset + ring.slot * kBlockM * 4 + col_pair, scale_log2,
+          fmha_bwd_sm90a_tile_full<kMaskKind, kBlockM, Shape::kBlockN>(m0, n0, f), seen, m0);
       fmha_bwd_sm90a_hd256_store_tile<Element, 0, 8>(p_tile, t, key_row);
     } else {
       const unsigned dsum = smem + Shape::kDsumOffset + col_pair;
@@ -345,7 +307,7 @@ FMHA_DEVICE void fmha_bwd_sm90a_hd256_consume(const FmhaBwdSm90Params& P, unsign
     fmha_named_barrier_sync(kFmhaBwdHd256BarExchange, 256);
 
     fmha_wgmma_fence();
-    fmha_bwd_sm90a_hd256_accumulate<Element, Shape>(dv, p_tile, do_tile, col0);
+    fmha_bwd_sm90a_hd256_accumulate<Element, Shape>(dv[0], p_tile, do_tile, col0);
     fmha_wgmma_commit();
 
     // dS^T = P^T o X on this warpgroup's 32 queries: one factor here, the other received.
@@ -363,7 +325,7 @@ FMHA_DEVICE void fmha_bwd_sm90a_hd256_consume(const FmhaBwdSm90Params& P, unsign
     fmha_bwd_sm90a_hd256_store_tile<Element, j_mine, j_mine + 4>(ds_tile, ds, key_row);
     fmha_fence_proxy_async_shared();
     fmha_wgmma_wait<0>();
-    fmha_wgmma_fence_operands(dv);
+    fmha_wgmma_fence_operands(dv[0]);
     // dO and D are no longer read by this warp (dV was its last reader).
     __syncwarp();
     if (lane == 0) fmha_mbarrier_arrive(bars.do_empty());
@@ -371,7 +333,7 @@ FMHA_DEVICE void fmha_bwd_sm90a_hd256_consume(const FmhaBwdSm90Params& P, unsign
 
     float dq[32];
     fmha_wgmma_fence();
-    fmha_bwd_sm90a_hd256_accumulate<Element, Shape>(dk, ds_tile, q_tile, col0);
+    fmha_bwd_sm90a_hd256_accumulate<Element, Shape>(dk[0], ds_tile, q_tile, col0);
     Mma::dq(dq, ds_tile, smem + Shape::kKOffset + (col0 / 64) * Shape::kKVSlabBytes);
     fmha_wgmma_commit();
 #pragma unroll
@@ -384,50 +346,22 @@ FMHA_DEVICE void fmha_bwd_sm90a_hd256_consume(const FmhaBwdSm90Params& P, unsign
       fmha_wgmma_wait<0>();
       fmha_wgmma_fence_operands(dq);
       if (round == 0) {
-        fmha_wgmma_fence_operands(dk);
+        fmha_wgmma_fence_operands(dk[0]);
         // Q and LSE of this stage are no longer read by this warp.
         __syncwarp();
         if (lane == 0) fmha_mbarrier_arrive(bars.q_empty(ring.slot));
       }
       // The dQ block into shared memory (fp32, 2 slabs of 32 columns, 128-byte swizzle) once
       // the writer has copied the previous one.
-      const unsigned dq_smem = smem + Shape::kDqOffset + kCw * Shape::kDqBlockBytes;
       fmha_mbarrier_wait(bars.dq_empty(kCw), ((2 * it + round) & 1) ^ 1);
-#pragma unroll
-      for (int j = 0; j < 8; ++j) {
-#pragma unroll
-        for (int hf = 0; hf < 2; ++hf) {
-          const int r = warp_in_wg * 16 + hf * 8 + (lane >> 2);
-          const int chunk = (j % 4) * 2 + (lane & 3) / 2;
-          fmha_st_shared_f32x2(
-              dq_smem + (j / 4) * 64 * 128 + r * 128 + ((chunk ^ (r & 7)) << 4) + (lane & 1) * 8,
-              dq[4 * j + 2 * hf], dq[4 * j + 2 * hf + 1]);
-        }
-      }
+      fmha_bwd_sm90a_store_dq_block(smem + Shape::kDqOffset + kCw * Shape::kDqBlockBytes, dq);
       fmha_fence_proxy_async_shared();
       fmha_mbarrier_arrive(bars.dq_full(kCw));
     }
     ring.advance<Shape::kStageCount>();
   }
 
-  // dK (scaled) and dV of this warpgroup's head-dim half, written once per CTA.
-  const float scale = f.scale;
-  const FmhaBwdParams& p = P.bwd;
-#pragma unroll
-  for (int hf = 0; hf < 2; ++hf) {
-    const int key = n0 + key_row + hf * 8;
-    if (key >= f.seqlen_k) continue;
-    Element* dk_row = static_cast<Element*>(p.d_k) + w.b * p.dk_strides.batch +
-                      w.hk * p.dk_strides.head + key * p.dk_strides.row + col0 + (lane & 3) * 2;
-    Element* dv_row = static_cast<Element*>(p.d_v) + w.b * p.dv_strides.batch +
-                      w.hk * p.dv_strides.head + key * p.dv_strides.row + col0 + (lane & 3) * 2;
-#pragma unroll
-    for (int j = 0; j < 16; ++j) {
-      const int i = 4 * j + 2 * hf;
-      *reinterpret_cast<unsigned*>(dk_row + j * 8) = Pack::pack(dk[i] * scale, dk[i + 1] * scale);
-      *reinterpret_cast<unsigned*>(dv_row + j * 8) = Pack::pack(dv[i], dv[i + 1]);
-    }
-  }
+  fmha_bwd_sm90a_store_dkdv<Element, 1, 128>(P.bwd, w, n0 + key_row, col0, dk, dv);
 }
 
 template <class Element, int kMaskKind, bool kDeterministic, int kStages>
@@ -437,11 +371,7 @@ FMHA_DEVICE void fmha_bwd_sm90a_hd256_dq_dk_dv(const FmhaBwdSm90Params& P, char*
   const FmhaBwdSm90aHd256Barriers<Shape> bars{smem + Shape::kBarOffset};
   const int tid = fmha_thread_idx();
   if (tid == 0) {
-    fmha_tma_prefetch_map(P.q_map);
-    fmha_tma_prefetch_map(P.k_map);
-    fmha_tma_prefetch_map(P.v_map);
-    fmha_tma_prefetch_map(P.do_map);
-    fmha_tma_prefetch_map(P.dq_accum_map);
+    fmha_bwd_sm90a_prefetch_maps(P);
     fmha_mbarrier_init(bars.kv_full(), 1);
 #pragma unroll
     for (int s = 0; s < kStages; ++s) {

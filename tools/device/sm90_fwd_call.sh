@@ -3,12 +3,7 @@
 # wgmma_sm90a forward's and backward's gpu tests, their SASS (HGMMA count, spills), and a first
 # benchmark next to the sm_80 kernels and torch (flash, cuDNN) in the same call. Run from the repository root with
 # .carry/ staged (tools/device/stage.sh); logs go to $OUT.
-set -uo pipefail
-export LD_LIBRARY_PATH="$PWD/.carry/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
-export FMHA_JIT_CACHE_DIR=/tmp/fmha-jit-cache PYTHONUNBUFFERED=1
-out=${OUT:-/tmp}
-b=.carry/bin
-nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader
+source "$(dirname "$0")/call_env.sh"
 FMHA_JIT_SM90_PROBE_CUBIN=$out/sm90_probe.cubin timeout 120 $b/fmha_jit_gpu_tests "gpu sm90a:*" \
   --success > "$out/sm90_probe_test.txt" 2>&1
 echo "probe tests rc=$? at ${SECONDS}s"; grep -E "WARN|expected encoding|passed|failed" "$out/sm90_probe_test.txt" | tail -5

@@ -4,13 +4,7 @@
 # same call, the mma_sm80 forward in its own columns. If the Hopper forward fails, the grid's main
 # forward rows fall back to mma_sm80 so the call still measures everything else. Then the SASS
 # counts of the Hopper cubins the grid compiled. Run from the repository root with .carry/ staged.
-set -uo pipefail
-export LD_LIBRARY_PATH="$PWD/.carry/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
-export FMHA_JIT_CACHE_DIR=/tmp/fmha-jit-cache PYTHONUNBUFFERED=1
-out=${OUT:-/tmp}
-b=.carry/bin
-nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader
-date -u +"%Y-%m-%d %H:%M UTC"
+source "$(dirname "$0")/call_env.sh"
 timeout 100 $b/fmha_jit_gpu_tests "gpu sm90a fwd*" --durations yes > "$out/sm90_fwd_tests.txt" 2>&1
 rc=$?
 echo "sm90a fwd tests rc=$rc at ${SECONDS}s"

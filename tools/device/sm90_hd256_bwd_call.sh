@@ -4,13 +4,7 @@
 # under timeouts (a hang must not cost the call), then the hdim 256 backward next to the mma_sm80
 # fallback it replaces and to torch (flash, cuDNN) in the same call, and its SASS counts.
 # Run from the repository root with .carry/ staged (tools/device/stage.sh); logs go to $OUT.
-set -uo pipefail
-export LD_LIBRARY_PATH="$PWD/.carry/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
-export FMHA_JIT_CACHE_DIR=/tmp/fmha-jit-cache PYTHONUNBUFFERED=1
-out=${OUT:-/tmp}
-b=.carry/bin
-nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader
-date -u +"%Y-%m-%d %H:%M UTC"
+source "$(dirname "$0")/call_env.sh"
 for suite in "gpu sm90a bwd*" "gpu sm90a fwd*"; do
   log="$out/$(echo "$suite" | tr -c 'a-z0-9\n' '_').txt"
   timeout --signal=KILL 170 $b/fmha_jit_gpu_tests "$suite" --durations yes > "$log" 2>&1

@@ -3,12 +3,7 @@
 # 256), then Nsight Compute of the forward next to cuDNN's on the two non-causal rows where it
 # trails cuDNN most at long sequences (hdim 128 and 256, S 8192), same sections for both.
 # Run from the repository root with .carry/ staged; logs go to $OUT.
-set -uo pipefail
-export LD_LIBRARY_PATH="$PWD/.carry/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
-export FMHA_JIT_CACHE_DIR=/tmp/fmha-jit-cache PYTHONUNBUFFERED=1
-out=${OUT:-/tmp}
-b=.carry/bin
-date -u +"%Y-%m-%d %H:%M UTC"
+source "$(dirname "$0")/call_env.sh"
 for hd in 64 128 256; do
   timeout 60 $b/37_bwd_deterministic --hdim $hd --seqlen 1024 > "$out/ex37_hd$hd.txt" 2>&1
   echo "example 37 hdim $hd rc=$?: $(grep -iE 'kernel|bit-exact|PASS|FAIL' "$out/ex37_hd$hd.txt" | head -4 | tr '\n' ' ')"
