@@ -266,6 +266,21 @@ FMHA_DEVICE void fmha_bwd_sm90a_store_dkdv(const FmhaBwdParams& p, const FmhaBwd
   }
 }
 
+// Deterministic mode, the dQ writer: wait until the semaphore of (b, h, query tile m_block)
+// counts every key tile after this one that visits the tile (fmha_bwd_key_tiles), so that this
+// CTA's reduce-adds come next in the fixed order (num_m: query tiles per head); returns the
+// semaphore to release afterwards.
+template <int kMaskKind, int kBlockM, int kBlockN>
+FMHA_DEVICE int* fmha_bwd_sm90a_wait_dq_turn(const FmhaBwdSm90Params& P, const FmhaBwdSm90aWork& w,
+                                             int h, int m_block, int num_m) {
+  const FmhaFwdParams& f = P.bwd.fwd;
+  int* sem = P.bwd.semaphores + (static_cast<fmha_index_t>(w.b) * f.nhead_q + h) * num_m + m_block;
+  fmha_semaphore_wait_eq(
+      sem, fmha_bwd_key_tiles<kMaskKind, kBlockM, kBlockN>(m_block, f).hi - 1 - w.n_block);
+  fmha_fence_proxy_async_global();  // the reductions that follow come after what the wait saw
+  return sem;
+}
+
 // Warp 0 of warpgroup 0: K and V once, then Q and dO by TMA (lane 0) and the LSE and D rows by
 // all lanes, stage after stage (LSE as fmha_bwd_sm90a_lse_log2).
 template <class Shape, int kMaskKind, bool kDeterministic>
@@ -335,11 +350,8 @@ FMHA_DEVICE void fmha_bwd_sm90a_write_dq(const FmhaBwdSm90Params& P, unsigned sm
     fmha_mbarrier_wait(bars.dq_full(1), it & 1);
     int* sem = nullptr;
     if (kDeterministic) {
-      sem = P.bwd.semaphores + (static_cast<fmha_index_t>(w.b) * f.nhead_q + h) * num_m + m_block;
-      fmha_semaphore_wait_eq(
-          sem,
-          fmha_bwd_key_tiles<kMaskKind, kBlockM, Shape::kBlockN>(m_block, f).hi - 1 - w.n_block);
-      fmha_fence_proxy_async_global();  // the reductions below come after what the wait saw
+      sem =
+          fmha_bwd_sm90a_wait_dq_turn<kMaskKind, kBlockM, Shape::kBlockN>(P, w, h, m_block, num_m);
     }
 #pragma unroll
     for (int cw = 0; cw < 2; ++cw) {

@@ -161,11 +161,8 @@ FMHA_DEVICE void fmha_bwd_sm90a_hd256_write_dq(const FmhaBwdSm90Params& P, unsig
       fmha_mbarrier_wait(bars.dq_full(0), parity);
       fmha_mbarrier_wait(bars.dq_full(1), parity);
       if (kDeterministic && round == 0) {
-        sem = P.bwd.semaphores + (static_cast<fmha_index_t>(w.b) * f.nhead_q + h) * num_m + m_block;
-        fmha_semaphore_wait_eq(
-            sem,
-            fmha_bwd_key_tiles<kMaskKind, kBlockM, Shape::kBlockN>(m_block, f).hi - 1 - w.n_block);
-        fmha_fence_proxy_async_global();  // the reductions below come after what the wait saw
+        sem = fmha_bwd_sm90a_wait_dq_turn<kMaskKind, kBlockM, Shape::kBlockN>(P, w, h, m_block,
+                                                                              num_m);
       }
 #pragma unroll
       for (int cw = 0; cw < 2; ++cw) {
