@@ -79,10 +79,10 @@ int wgmma_sm90a_bwd_smem_bytes(const FmhaKernelConfig& c) {
   if (c.hdim_q == 256) {
     // FmhaBwdSm90aHd256Shape::kSmemBytes: K and V (64 keys), num_stages Q tiles and one dO tile,
     // P^T and dS^T (64 x 64, 16-bit), two 8 KB exchange buffers, two fp32 dQ blocks,
-    // num_stages LSE rows and one D row, 1 + 2 x num_stages + 6 mbarriers, 1 KB of alignment.
+    // num_stages LSE rows and one D row, 1 + 2 x num_stages + 8 mbarriers, 1 KB of alignment.
     const int tile = block_n * c.block_m * 2;
     return 2 * kv + (c.num_stages + 1) * q + 2 * tile + 2 * 8192 + 2 * dq +
-           (c.num_stages + 1) * c.block_m * 4 + (1 + 2 * c.num_stages + 6) * 8 + 1024;
+           (c.num_stages + 1) * c.block_m * 4 + (1 + 2 * c.num_stages + 8) * 8 + 1024;
   }
   // FmhaBwdSm90aShape::kSmemBytes: K and V (128 keys), num_stages Q and dO tiles, two halves of
   // dS^T (128 keys x block_m), two fp32 dQ blocks (64 x 64), num_stages LSE and D rows,

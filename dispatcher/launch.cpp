@@ -2,6 +2,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <string>
 
 #include "common/mask.h"
@@ -66,6 +67,24 @@ void check_problem(const FmhaKernelConfig& c, const FmhaProblem& p) {
   if (p.hdim_v != c.hdim_v) {
     bad_problem("hdim_v", std::to_string(p.hdim_v),
                 std::to_string(c.hdim_v) + " (the kernel's hdim_v)");
+  }
+  // The deterministic Hopper backward launches its key tiles x kv heads x batch CTAs in one grid
+  // dimension (plan_stages), and its semaphores count key tiles in 16-bit fields.
+  if (c.family == Family::bwd && c.deterministic && c.impl == KernelImpl::wgmma_sm90a) {
+    const std::int64_t key_tiles = (p.seqlen_k + c.block_n - 1) / c.block_n;
+    const std::int64_t max_ctas = std::numeric_limits<int>::max();
+    if (key_tiles * p.nhead_k * p.batch > max_ctas) {
+      bad_problem("seqlen_k", std::to_string(p.seqlen_k),
+                  "a value for which ceil(seqlen_k / " + std::to_string(c.block_n) +
+                      ") x nhead_k x batch <= " + std::to_string(max_ctas) +
+                      " (the deterministic backward's CTAs)");
+    }
+    constexpr std::int64_t kMaxKeyTiles = 65535;
+    if (key_tiles > kMaxKeyTiles) {
+      bad_problem("seqlen_k", std::to_string(p.seqlen_k),
+                  "at most " + std::to_string(kMaxKeyTiles * c.block_n) + " (65535 key tiles of " +
+                      std::to_string(c.block_n) + ") for a deterministic wgmma_sm90a backward");
+    }
   }
   // Window sizes only mean something to a sliding-window kernel; silently ignoring them would run
   // a different attention than the caller asked for.
@@ -136,6 +155,7 @@ FmhaBwdParams make_bwd_params(const FmhaKernelConfig& c, const FmhaProblem& p, c
   if (w.semaphores != BwdWorkspaceLayout::npos) {
     params.semaphores = reinterpret_cast<int*>(base + w.semaphores);
   }
+  params.det_group_heads = 1;  // the runner sets the device's choice (det_group_heads)
   return params;
 }
 

@@ -28,6 +28,12 @@ unsigned stage_dynamic_smem_bytes(const FmhaKernelConfig& canonical, codegen::St
 std::vector<StageLaunch> plan_stages(const FmhaKernelConfig& canonical, const FmhaProblem& problem,
                                      int multiprocessors = 0);
 
+// Deterministic wgmma_sm90a backward: how many (kv head, batch) pairs interleave
+// their key-tile chains in the launch order (FmhaBwdParams::det_group_heads; the rule and why are
+// at templates/bwd/fmha_bwd_tiles_sm80.h, fmha_bwd_key_tile_cta). 1 when `multiprocessors` is 0.
+int det_group_heads(const FmhaKernelConfig& canonical, const FmhaProblem& problem,
+                    int multiprocessors);
+
 // Byte offsets of the backward's fp32 scratch tensors inside one workspace allocation; each starts
 // on a 256-byte boundary (the alignment cudaMalloc gives, and enough for vector accesses).
 struct BwdWorkspaceLayout {

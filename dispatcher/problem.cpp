@@ -69,7 +69,7 @@ void FmhaProblem::validate() const {
                        "1 .. " + std::to_string(max));
     }
   };
-  positive("batch", batch, 65535);     // gridDim.z
+  positive("batch", batch, 65535);      // gridDim.z
   positive("nhead_q", nhead_q, 65535);  // gridDim.y
   positive("nhead_k", nhead_k, 65535);
   positive("seqlen_q", seqlen_q, kMaxDim);

@@ -79,9 +79,10 @@ class KernelRunner final : public FmhaRunner {
       workspace = owned_workspace(need, stream);
     }
     FmhaBwdParams params = make_bwd_params(config(), problem, tensors, workspace);
+    device::DeviceApi& api = device::require_device("run_bwd");
+    params.det_group_heads = det_group_heads(config(), problem, api.multiprocessor_count());
     if (config().impl == KernelImpl::wgmma_sm90a) {
-      FmhaBwdSm90Params hopper =
-          make_bwd_sm90a_params(config(), params, device::require_device("run_bwd"));
+      FmhaBwdSm90Params hopper = make_bwd_sm90a_params(config(), params, api);
       launch_all(problem, &hopper, stream, hook);
       return;
     }

@@ -5,8 +5,9 @@
 // fmha_bwd_sm80_convert_dq, all three taking FmhaBwdSm90Params (the first and last read .bwd).
 //
 // Launch geometry of stage 2 (the dispatcher relies on exactly this):
-//   grid  = (ceil(Sk / 128), Hk, B): one CTA per 128 keys of a kv head (taken in reverse in the
-//           deterministic mode, as in the sm_80 kernel whose protocol this one keeps)
+//   grid  = (ceil(Sk / 128), Hk, B): one CTA per 128 keys of a kv head; in the deterministic
+//           mode (Hk x B, ceil(Sk / 128)) with the key tiles in reverse, as in the sm_80 kernel
+//           whose protocol this one keeps (fmha_bwd_key_tile_cta)
 //   block = 384 threads: warpgroup 0 holds the producer (warp 0: every TMA load, plus LSE and D
 //           into shared memory) and the dQ writer (warp 1: the reduce-adds and, when
 //           deterministic, the semaphores); warpgroups 1 and 2 compute, 64 keys each
@@ -36,8 +37,9 @@
 //
 // Deterministic mode: the writer adds a query tile's two dQ blocks only once the semaphore of
 // (b, h, query tile) counts every later key tile that visits it (the sm_80 order and count,
-// fmha_bwd_key_tiles), waits for its reductions to complete, and increments it. Only the writer
-// waits; the consumers go on with the next tile unless the writer still holds their dQ buffer.
+// fmha_bwd_key_tiles), hands the dQ buffers back once the copies have read them, waits for its
+// reductions to complete, and increments it. Only the writer waits; the consumers go on with the
+// next tile unless the writer still holds their dQ buffer.
 #pragma once
 
 #include "bwd/fmha_bwd_memory_sm80.h"
@@ -117,12 +119,13 @@ struct FmhaBwdSm90aWork {
 };
 
 template <class Shape, int kMaskKind, bool kDeterministic>
-FMHA_DEVICE FmhaBwdSm90aWork fmha_bwd_sm90a_work(const FmhaFwdParams& f) {
+FMHA_DEVICE FmhaBwdSm90aWork fmha_bwd_sm90a_work(const FmhaBwdParams& p) {
+  const FmhaFwdParams& f = p.fwd;
   FmhaBwdSm90aWork w;
-  const int num_n = (f.seqlen_k + Shape::kBlockN - 1) / Shape::kBlockN;
-  w.n_block = kDeterministic ? num_n - 1 - fmha_block_idx_x() : fmha_block_idx_x();
-  w.hk = fmha_block_idx_y();
-  w.b = fmha_block_idx_z();
+  const FmhaBwdKeyTileCta cta = fmha_bwd_key_tile_cta<kDeterministic, Shape::kBlockN>(p);
+  w.n_block = cta.n_block;
+  w.hk = cta.hk;
+  w.b = cta.b;
   w.group = f.nhead_q / f.nhead_k;
   const FmhaKeyRange m_tiles =
       fmha_bwd_query_tiles<kMaskKind, Shape::kBlockM, Shape::kBlockN>(w.n_block, f);
@@ -266,19 +269,48 @@ FMHA_DEVICE void fmha_bwd_sm90a_store_dkdv(const FmhaBwdParams& p, const FmhaBwd
   }
 }
 
-// Deterministic mode, the dQ writer: wait until the semaphore of (b, h, query tile m_block)
-// counts every key tile after this one that visits the tile (fmha_bwd_key_tiles), so that this
-// CTA's reduce-adds come next in the fixed order (num_m: query tiles per head); returns the
-// semaphore to release afterwards.
+// Deterministic mode. The semaphore of (b, h, query tile) holds one 16-bit count per dQ round
+// (bits 16 r .. 16 r + 15 for round r): the hdim 256 kernel adds a query tile's dQ in two rounds
+// of head-dim columns, and with a count each, round 0 of the next key tile runs while this one
+// does round 1, instead of the next key tile waiting for both. Every key tile that visits the
+// query tile increments each count once, and check_problem keeps key tiles <= 65535.
+FMHA_DEVICE void fmha_bwd_sm90a_semaphore_release(int* sem, int round) {
+  asm volatile(
+      "fence.acq_rel.gpu;\n"
+      "red.relaxed.gpu.global.add.s32 [%0], %1;\n" ::"l"(sem),
+      "r"(1 << (16 * round))
+      : "memory");
+}
+
+// The dQ writer: wait until round `round` of the semaphore of (b, h, query tile m_block) counts
+// every key tile after this one that visits the tile (fmha_bwd_key_tiles), so that this CTA's
+// reduce-adds come next in the fixed order (num_m: query tiles per head); returns the semaphore,
+// to release with fmha_bwd_sm90a_semaphore_release once those adds are complete.
 template <int kMaskKind, int kBlockM, int kBlockN>
 FMHA_DEVICE int* fmha_bwd_sm90a_wait_dq_turn(const FmhaBwdSm90Params& P, const FmhaBwdSm90aWork& w,
-                                             int h, int m_block, int num_m) {
+                                             int h, int m_block, int num_m, int round) {
   const FmhaFwdParams& f = P.bwd.fwd;
   int* sem = P.bwd.semaphores + (static_cast<fmha_index_t>(w.b) * f.nhead_q + h) * num_m + m_block;
-  fmha_semaphore_wait_eq(
-      sem, fmha_bwd_key_tiles<kMaskKind, kBlockM, kBlockN>(m_block, f).hi - 1 - w.n_block);
+  const int count = fmha_bwd_key_tiles<kMaskKind, kBlockM, kBlockN>(m_block, f).hi - 1 - w.n_block;
+  while (((fmha_semaphore_poll(sem) >> (16 * round)) & 0xffff) != count) {
+  }
   fmha_fence_proxy_async_global();  // the reductions that follow come after what the wait saw
   return sem;
+}
+
+// The writer after issuing one round of reduce-adds: hand the dQ buffers back to the consumers as
+// soon as the copies have read them, and only then, when deterministic, wait for the adds to be
+// complete in global memory before the next key tile may add its own. The consumers store their
+// next dQ blocks meanwhile, instead of waiting out the adds' round trip to L2 every tile.
+template <class Barriers, bool kDeterministic>
+FMHA_DEVICE void fmha_bwd_sm90a_finish_dq_round(const Barriers& bars, int* sem, int round) {
+  fmha_bulk_wait_group_read<0>();
+  fmha_mbarrier_arrive(bars.dq_empty(0));
+  fmha_mbarrier_arrive(bars.dq_empty(1));
+  if (kDeterministic) {
+    fmha_bulk_wait_group<0>();
+    fmha_bwd_sm90a_semaphore_release(sem, round);
+  }
 }
 
 // Warp 0 of warpgroup 0: K and V once, then Q and dO by TMA (lane 0) and the LSE and D rows by
@@ -288,7 +320,7 @@ FMHA_DEVICE void fmha_bwd_sm90a_produce(const FmhaBwdSm90Params& P, unsigned sme
                                         const FmhaBwdSm90aBarriers<Shape>& bars) {
   enum { kBlockM = Shape::kBlockM };
   const FmhaFwdParams& f = P.bwd.fwd;
-  const FmhaBwdSm90aWork w = fmha_bwd_sm90a_work<Shape, kMaskKind, kDeterministic>(f);
+  const FmhaBwdSm90aWork w = fmha_bwd_sm90a_work<Shape, kMaskKind, kDeterministic>(P.bwd);
   const int lane = fmha_lane_id();
   if (lane == 0) {
     fmha_bwd_sm90a_load_kv<Shape>(P, smem, bars.kv_full(), w.n_block * Shape::kBlockN, w.hk, w.b);
@@ -341,7 +373,7 @@ FMHA_DEVICE void fmha_bwd_sm90a_write_dq(const FmhaBwdSm90Params& P, unsigned sm
                                          const FmhaBwdSm90aBarriers<Shape>& bars) {
   enum { kBlockM = Shape::kBlockM };
   const FmhaFwdParams& f = P.bwd.fwd;
-  const FmhaBwdSm90aWork w = fmha_bwd_sm90a_work<Shape, kMaskKind, kDeterministic>(f);
+  const FmhaBwdSm90aWork w = fmha_bwd_sm90a_work<Shape, kMaskKind, kDeterministic>(P.bwd);
   const int num_m = (f.seqlen_q + kBlockM - 1) / kBlockM;
   for (int it = 0; it < w.num_iters; ++it) {
     const int h = w.head(it);
@@ -350,8 +382,8 @@ FMHA_DEVICE void fmha_bwd_sm90a_write_dq(const FmhaBwdSm90Params& P, unsigned sm
     fmha_mbarrier_wait(bars.dq_full(1), it & 1);
     int* sem = nullptr;
     if (kDeterministic) {
-      sem =
-          fmha_bwd_sm90a_wait_dq_turn<kMaskKind, kBlockM, Shape::kBlockN>(P, w, h, m_block, num_m);
+      sem = fmha_bwd_sm90a_wait_dq_turn<kMaskKind, kBlockM, Shape::kBlockN>(P, w, h, m_block, num_m,
+                                                                            0);
     }
 #pragma unroll
     for (int cw = 0; cw < 2; ++cw) {
@@ -364,14 +396,7 @@ FMHA_DEVICE void fmha_bwd_sm90a_write_dq(const FmhaBwdSm90Params& P, unsigned sm
       }
     }
     fmha_bulk_commit_group();
-    if (kDeterministic) {
-      fmha_bulk_wait_group<0>();        // the additions are complete in global memory ...
-      fmha_semaphore_release_inc(sem);  // ... before the next key tile may add its own
-    } else {
-      fmha_bulk_wait_group_read<0>();
-    }
-    fmha_mbarrier_arrive(bars.dq_empty(0));
-    fmha_mbarrier_arrive(bars.dq_empty(1));
+    fmha_bwd_sm90a_finish_dq_round<FmhaBwdSm90aBarriers<Shape>, kDeterministic>(bars, sem, 0);
   }
   fmha_bulk_wait_group<0>();
 }
@@ -434,7 +459,7 @@ FMHA_DEVICE void fmha_bwd_sm90a_consume(const FmhaBwdSm90Params& P, unsigned sme
     kDChunks = Shape::kDChunks,
   };
   const FmhaFwdParams& f = P.bwd.fwd;
-  const FmhaBwdSm90aWork w = fmha_bwd_sm90a_work<Shape, kMaskKind, kDeterministic>(f);
+  const FmhaBwdSm90aWork w = fmha_bwd_sm90a_work<Shape, kMaskKind, kDeterministic>(P.bwd);
   const int lane = fmha_lane_id();
   const int warp_in_wg = (fmha_thread_idx() / 32) % 4;
   const int n0 = w.n_block * Shape::kBlockN;

@@ -16,10 +16,10 @@
 // traffic per query tile against 5 x 1 M MACs) and two named barriers per query tile.
 //
 // Launch geometry (the dispatcher relies on exactly this):
-//   grid  = (ceil(Sk / 64), Hk, B): one CTA per 64 keys of a kv head (reversed when
-//           deterministic, as in fmha_bwd_sm90a.h)
-//   block = 384 threads: warp 0 produces (TMA, LSE, D), warp 1 writes dQ, warpgroups 1 and 2
-//           compute
+//   grid  = (ceil(Sk / 64), Hk, B): one CTA per 64 keys of a kv head ((Hk x B, ceil(Sk / 64)),
+//           reversed, when deterministic: fmha_bwd_key_tile_cta)
+//   block = 384 threads: warp 0 produces (TMA, LSE, D), warps 1 and 2 write dQ (one round each),
+//           warpgroups 1 and 2 compute
 //   dynamic shared memory = FmhaBwdSm90aHd256Shape::kSmemBytes (~226 KB with 2 Q stages: dO has
 //           one stage, the first of the two to be released, since a second would not fit)
 //
@@ -28,7 +28,8 @@
 //     warpgroups pass B2, which each reaches after its dV MMA completed and its exchange reads;
 //   dS^T (16-bit): written between B1 and B2, read after B2 by dK and dQ MMAs, which complete
 //     before either warpgroup can pass the next B1.
-// Deterministic mode: the writer keeps the semaphore order of fmha_bwd_sm90a.h over 64-key tiles.
+// Deterministic mode: the writer keeps the semaphore order of fmha_bwd_sm90a.h over 64-key tiles,
+// one chain per dQ round (two 16-bit counts in each semaphore, fmha_bwd_sm90a_semaphore_release).
 #pragma once
 
 #include "bwd/fmha_bwd_sm90a.h"
@@ -59,7 +60,7 @@ struct FmhaBwdSm90aHd256Shape {
     kLseOffset = kDqOffset + 2 * kDqBlockBytes,
     kDsumOffset = kLseOffset + kStages * kBlockM * 4,
     kBarOffset = kDsumOffset + kBlockM * 4,
-    kBarriers = 1 + 2 * kStages + 2 + 4,
+    kBarriers = 1 + 2 * kStages + 2 + 6,
     kSmemBytes = kBarOffset + kBarriers * 8 + 1024,
     // What FmhaBwdSm90aMma reads: S^T / dP^T over the whole head dim, dQ over 64 keys.
     kKStepsHdim = kHdim / 16,
@@ -83,8 +84,12 @@ struct FmhaBwdSm90aHd256Barriers {
   FMHA_DEVICE unsigned q_empty(int s) const { return q_full(Shape::kStageCount + s); }
   FMHA_DEVICE unsigned do_full() const { return q_full(2 * Shape::kStageCount); }
   FMHA_DEVICE unsigned do_empty() const { return do_full() + 8; }
-  FMHA_DEVICE unsigned dq_full(int w) const { return do_full() + 16 + 8 * w; }
-  FMHA_DEVICE unsigned dq_empty(int w) const { return do_full() + 32 + 8 * w; }
+  // One dq_full per round: each round has its own writer thread, and a parity wait on a barrier
+  // both rounds completed could pass on the other round's phase.
+  FMHA_DEVICE unsigned dq_full(int w, int round) const {
+    return do_full() + 16 + 16 * round + 8 * w;
+  }
+  FMHA_DEVICE unsigned dq_empty(int w) const { return do_full() + 48 + 8 * w; }
 };
 
 // Named barriers of the two consumer warpgroups (fmha_bwd_sm90a.h's consumers use id 1).
@@ -97,7 +102,7 @@ FMHA_DEVICE void fmha_bwd_sm90a_hd256_produce(const FmhaBwdSm90Params& P, unsign
                                               const FmhaBwdSm90aHd256Barriers<Shape>& bars) {
   enum { kBlockM = Shape::kBlockM };
   const FmhaFwdParams& f = P.bwd.fwd;
-  const FmhaBwdSm90aWork w = fmha_bwd_sm90a_work<Shape, kMaskKind, kDeterministic>(f);
+  const FmhaBwdSm90aWork w = fmha_bwd_sm90a_work<Shape, kMaskKind, kDeterministic>(P.bwd);
   const int lane = fmha_lane_id();
   if (lane == 0) {
     fmha_bwd_sm90a_load_kv<Shape>(P, smem, bars.kv_full(), w.n_block * Shape::kBlockN, w.hk, w.b);
@@ -143,46 +148,42 @@ FMHA_DEVICE void fmha_bwd_sm90a_hd256_produce(const FmhaBwdSm90Params& P, unsign
   }
 }
 
-// Warp 1, one thread: per query tile, two rounds of both warpgroups' 64 x 64 dQ blocks.
+// Warp 1 + round, one thread: per query tile, round `round` of both warpgroups' 64 x 64 dQ
+// blocks. Two writers, so that one round's wait for its adds to complete (deterministic mode)
+// overlaps the other's: one thread doing both spent two L2 round trips per query tile, more than
+// the tile's MMAs at S 16384 (H200, bf16: deterministic / atomic 0.85 against 0.91 with one
+// semaphore held across both rounds). The rounds alternate in the one dQ buffer per warpgroup;
+// each writer hands it back (dq_empty) once its copies have read it.
 template <class Shape, int kMaskKind, bool kDeterministic>
 FMHA_DEVICE void fmha_bwd_sm90a_hd256_write_dq(const FmhaBwdSm90Params& P, unsigned smem,
-                                               const FmhaBwdSm90aHd256Barriers<Shape>& bars) {
+                                               const FmhaBwdSm90aHd256Barriers<Shape>& bars,
+                                               int round) {
   enum { kBlockM = Shape::kBlockM };
   const FmhaFwdParams& f = P.bwd.fwd;
-  const FmhaBwdSm90aWork w = fmha_bwd_sm90a_work<Shape, kMaskKind, kDeterministic>(f);
+  const FmhaBwdSm90aWork w = fmha_bwd_sm90a_work<Shape, kMaskKind, kDeterministic>(P.bwd);
   const int num_m = (f.seqlen_q + kBlockM - 1) / kBlockM;
   for (int it = 0; it < w.num_iters; ++it) {
     const int h = w.head(it);
     const int m_block = w.m_block(it);
+    fmha_mbarrier_wait(bars.dq_full(0, round), it & 1);
+    fmha_mbarrier_wait(bars.dq_full(1, round), it & 1);
     int* sem = nullptr;
-#pragma unroll
-    for (int round = 0; round < 2; ++round) {
-      const unsigned parity = (2 * it + round) & 1;
-      fmha_mbarrier_wait(bars.dq_full(0), parity);
-      fmha_mbarrier_wait(bars.dq_full(1), parity);
-      if (kDeterministic && round == 0) {
-        sem = fmha_bwd_sm90a_wait_dq_turn<kMaskKind, kBlockM, Shape::kBlockN>(P, w, h, m_block,
-                                                                              num_m);
-      }
-#pragma unroll
-      for (int cw = 0; cw < 2; ++cw) {
-#pragma unroll
-        for (int sl = 0; sl < 2; ++sl) {
-          fmha_tma_reduce_add_3d(
-              P.dq_accum_map, smem + Shape::kDqOffset + cw * Shape::kDqBlockBytes + sl * 64 * 128,
-              128 * cw + 64 * round + 32 * sl, m_block * kBlockM, w.b * f.nhead_q + h);
-        }
-      }
-      fmha_bulk_commit_group();
-      if (kDeterministic && round == 1) {
-        fmha_bulk_wait_group<0>();        // both rounds' additions are complete ...
-        fmha_semaphore_release_inc(sem);  // ... before the next key tile may add its own
-      } else {
-        fmha_bulk_wait_group_read<0>();
-      }
-      fmha_mbarrier_arrive(bars.dq_empty(0));
-      fmha_mbarrier_arrive(bars.dq_empty(1));
+    if (kDeterministic) {
+      sem = fmha_bwd_sm90a_wait_dq_turn<kMaskKind, kBlockM, Shape::kBlockN>(P, w, h, m_block, num_m,
+                                                                            round);
     }
+#pragma unroll
+    for (int cw = 0; cw < 2; ++cw) {
+#pragma unroll
+      for (int sl = 0; sl < 2; ++sl) {
+        fmha_tma_reduce_add_3d(
+            P.dq_accum_map, smem + Shape::kDqOffset + cw * Shape::kDqBlockBytes + sl * 64 * 128,
+            128 * cw + 64 * round + 32 * sl, m_block * kBlockM, w.b * f.nhead_q + h);
+      }
+    }
+    fmha_bulk_commit_group();
+    fmha_bwd_sm90a_finish_dq_round<FmhaBwdSm90aHd256Barriers<Shape>, kDeterministic>(bars, sem,
+                                                                                     round);
   }
   fmha_bulk_wait_group<0>();
 }
@@ -225,7 +226,7 @@ FMHA_DEVICE void fmha_bwd_sm90a_hd256_consume(const FmhaBwdSm90Params& P, unsign
   using Mma = FmhaBwdSm90aMma<Element, Shape>;
   enum { kBlockM = Shape::kBlockM };
   const FmhaFwdParams& f = P.bwd.fwd;
-  const FmhaBwdSm90aWork w = fmha_bwd_sm90a_work<Shape, kMaskKind, kDeterministic>(f);
+  const FmhaBwdSm90aWork w = fmha_bwd_sm90a_work<Shape, kMaskKind, kDeterministic>(P.bwd);
   const int lane = fmha_lane_id();
   const int tid_in_wg = fmha_thread_idx() % 128;
   const int warp_in_wg = tid_in_wg / 32;
@@ -353,7 +354,7 @@ FMHA_DEVICE void fmha_bwd_sm90a_hd256_consume(const FmhaBwdSm90Params& P, unsign
       fmha_mbarrier_wait(bars.dq_empty(kCw), ((2 * it + round) & 1) ^ 1);
       fmha_bwd_sm90a_store_dq_block(smem + Shape::kDqOffset + kCw * Shape::kDqBlockBytes, dq);
       fmha_fence_proxy_async_shared();
-      fmha_mbarrier_arrive(bars.dq_full(kCw));
+      fmha_mbarrier_arrive(bars.dq_full(kCw, round));
     }
     ring.advance<Shape::kStageCount>();
   }
@@ -380,7 +381,8 @@ FMHA_DEVICE void fmha_bwd_sm90a_hd256_dq_dk_dv(const FmhaBwdSm90Params& P, char*
     fmha_mbarrier_init(bars.do_empty(), Shape::kConsumerWarpArrivals);
 #pragma unroll
     for (int cw = 0; cw < 2; ++cw) {
-      fmha_mbarrier_init(bars.dq_full(cw), 128);
+      fmha_mbarrier_init(bars.dq_full(cw, 0), 128);
+      fmha_mbarrier_init(bars.dq_full(cw, 1), 128);
       fmha_mbarrier_init(bars.dq_empty(cw), 1);
     }
     fmha_mbarrier_init_fence();
@@ -391,8 +393,8 @@ FMHA_DEVICE void fmha_bwd_sm90a_hd256_dq_dk_dv(const FmhaBwdSm90Params& P, char*
     fmha_setmaxnreg_dec<40>();  // 40 + 2 x 232 within the 168 x 384 of the launch
     const int warp = fmha_warp_id();
     if (warp == 0) fmha_bwd_sm90a_hd256_produce<Shape, kMaskKind, kDeterministic>(P, smem, bars);
-    if (warp == 1 && fmha_lane_id() == 0) {
-      fmha_bwd_sm90a_hd256_write_dq<Shape, kMaskKind, kDeterministic>(P, smem, bars);
+    if ((warp == 1 || warp == 2) && fmha_lane_id() == 0) {
+      fmha_bwd_sm90a_hd256_write_dq<Shape, kMaskKind, kDeterministic>(P, smem, bars, warp - 1);
     }
     return;
   }

@@ -56,6 +56,9 @@ struct FmhaBwdParams {
   float* dk_accum;  // workspace: fp32 dK accumulation for GQA reduction; may be null
   float* dv_accum;  // workspace: fp32 dV accumulation for GQA reduction; may be null
   int* semaphores;  // workspace: ordering counters for the deterministic mode; may be null
+  // Deterministic mode: how many (kv head, batch) pairs share one stretch of the launch order,
+  // chain position by chain position (bwd/fmha_bwd_tiles_sm80.h, fmha_bwd_key_tile_cta); >= 1.
+  int det_group_heads;
 };
 
 // The driver's CUtensorMap: 128 opaque bytes, 64-byte aligned, encoded on the host

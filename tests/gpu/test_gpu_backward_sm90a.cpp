@@ -61,6 +61,13 @@ TEST_CASE("gpu sm90a bwd: deterministic mode is bit-exact over 10 runs at seqlen
       std::printf("sm90a bwd %s deterministic: %d runs, bit-exact %s\n", test::describe(c).c_str(),
                   r.runs, r.bit_exact ? "yes" : "no");
     }
+    // 10 (kv head, batch) pairs of 20 (hdim 64 / 128) or 40 (hdim 256) key tiles: launched in
+    // groups of 6 + 4 or 3 + 3 + 3 + 1 pairs on 132 SMs (det_group_heads, a partial last group).
+    const AttentionCase c{DType::fp16, hdim, hdim, MaskKind::none, 2,
+                          10,          5,    2500, 2500,           Layout::bhsd};
+    const auto r = test::check_backward(c, KernelImpl::wgmma_sm90a, true, seed++, 3);
+    std::printf("sm90a bwd %s deterministic: %d runs, bit-exact %s\n", test::describe(c).c_str(),
+                r.runs, r.bit_exact ? "yes" : "no");
   }
 }
 

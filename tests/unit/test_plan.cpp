@@ -1,8 +1,10 @@
 // The launch plan and workspace of the backward, derived from the config and problem on the host.
 #include <catch2/catch.hpp>
 
+#include "dispatcher/launch.hpp"
 #include "dispatcher/plan.hpp"
 #include "fmha_jit/dispatcher.hpp"
+#include "fmha_jit/error.hpp"
 
 using namespace fmha_jit;
 using codegen::StageRole;
@@ -62,8 +64,13 @@ TEST_CASE("plan: the Hopper backward runs the same three stages, 384 threads eac
   const auto stages = dispatch::plan_stages(c, problem());
   REQUIRE(stages.size() == 3);
   CHECK(stages[1].role == StageRole::bwd_dq_dk_dv);
-  CHECK(stages[1].grid.x == (777 + 127) / 128);
-  CHECK(stages[1].grid.y == 2);
+  // dq_dk_dv in one dimension when deterministic (the kernel orders them, fmha_bwd_key_tile_cta).
+  CHECK(stages[1].grid.x == (777 + 127) / 128 * 2 * 3);
+  CHECK(stages[1].grid.y == 1);
+  const auto atomic = dispatch::plan_stages(bwd_config(false, "sm_90"), problem());
+  CHECK(atomic[1].grid.x == (777 + 127) / 128);
+  CHECK(atomic[1].grid.y == 2);
+  CHECK(atomic[1].grid.z == 3);
   CHECK(stages[0].grid.x == (1000 + 63) / 64);
   for (const auto& s : stages) CHECK(s.block.x == 384);
   CHECK(stages[0].dynamic_smem_bytes == 0);
@@ -126,4 +133,50 @@ TEST_CASE("plan: workspace of each dQ mode", "[plan]") {
 
   FmhaKernelConfig fwd;
   CHECK_THROWS_AS(bwd_workspace_size(p, fwd), FieldError);
+}
+
+TEST_CASE("plan: how many heads the deterministic backward interleaves", "[plan]") {
+  auto c = bwd_config(true, "sm_90");  // block_n 128
+  FmhaProblem p = problem();           // 7 key tiles, 2 kv heads x 3 batches
+  // Without a mask: as many (kv head, batch) pairs as fill the SMs chain by chain, at most all.
+  CHECK(dispatch::det_group_heads(c, p, 132) == 6);
+  CHECK(dispatch::det_group_heads(c, p, 28) == 4);
+  p.seqlen_k = 128 * 132;  // a chain as long as the GPU is wide
+  CHECK(dispatch::det_group_heads(c, p, 132) == 1);
+  p.seqlen_k = 2048;
+  CHECK(dispatch::det_group_heads(c, p, 132) == 6);
+  CHECK(dispatch::det_group_heads(c, p, 0) == 1);  // unknown device
+  c.mask = MaskKind::causal_top_left;
+  CHECK(dispatch::det_group_heads(c, p, 132) == 1);
+  CHECK(dispatch::det_group_heads(bwd_config(true), problem(), 132) == 1);  // mma_sm80
+}
+
+TEST_CASE("plan: the deterministic Hopper backward's CTA count and key tiles are bounded",
+          "[plan]") {
+  // 65535 key tiles (16-bit semaphore fields).
+  const auto hopper = bwd_config(true, "sm_90");
+  FmhaProblem p = problem();
+  p.nhead_q = p.nhead_k = p.batch = 1;
+  p.seqlen_k = 65535 * hopper.block_n;
+  CHECK_NOTHROW(dispatch::check_problem(hopper, p));
+  CHECK(dispatch::plan_stages(hopper, p)[1].grid.x == 65535);
+  p.seqlen_k += 1;
+  auto expect_seqlen_k_error = [&](const FmhaKernelConfig& c, const std::string& accepted) {
+    try {
+      dispatch::check_problem(c, p);
+      FAIL("accepted seqlen_k " << p.seqlen_k);
+    } catch (const FieldError& e) {
+      CHECK(e.field() == "seqlen_k");
+      CHECK(e.value() == std::to_string(p.seqlen_k));
+      CHECK_THAT(e.accepted(), Catch::Contains(accepted));
+    }
+  };
+  expect_seqlen_k_error(hopper, std::to_string(65535 * hopper.block_n));
+  CHECK_NOTHROW(dispatch::check_problem(bwd_config(true, "sm_80"), p));  // int counts there
+  CHECK_NOTHROW(dispatch::check_problem(bwd_config(false, "sm_90"), p));
+  // The CTAs of one grid dimension.
+  p.batch = p.nhead_q = p.nhead_k = 4096;
+  p.seqlen_k = 1000 * hopper.block_n;  // 16.7 M pairs x 1000 key tiles
+  expect_seqlen_k_error(hopper, "x nhead_k x batch <= 2147483647");
+  CHECK_NOTHROW(dispatch::check_problem(bwd_config(false, "sm_90"), p));
 }
