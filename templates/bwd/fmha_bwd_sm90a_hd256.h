@@ -16,8 +16,8 @@
 // traffic per query tile against 5 x 1 M MACs) and two named barriers per query tile.
 //
 // Launch geometry (the dispatcher relies on exactly this):
-//   grid  = (ceil(Sk / 64), Hk, B): one CTA per 64 keys of a kv head ((Hk x B, ceil(Sk / 64)),
-//           reversed, when deterministic: fmha_bwd_key_tile_cta)
+//   grid  = (ceil(Sk / 64), Hk, B): one CTA per 64 keys of a kv head (1-D in the order of
+//           fmha_bwd_key_tile_cta when deterministic)
 //   block = 384 threads: warp 0 produces (TMA, LSE, D), warps 1 and 2 write dQ (one round each),
 //           warpgroups 1 and 2 compute
 //   dynamic shared memory = FmhaBwdSm90aHd256Shape::kSmemBytes (~226 KB with 2 Q stages: dO has
@@ -151,8 +151,9 @@ FMHA_DEVICE void fmha_bwd_sm90a_hd256_produce(const FmhaBwdSm90Params& P, unsign
 // Warp 1 + round, one thread: per query tile, round `round` of both warpgroups' 64 x 64 dQ
 // blocks. Two writers, so that one round's wait for its adds to complete (deterministic mode)
 // overlaps the other's: one thread doing both spent two L2 round trips per query tile, more than
-// the tile's MMAs at S 16384 (H200, bf16: deterministic / atomic 0.85 against 0.91 with one
-// semaphore held across both rounds). The rounds alternate in the one dQ buffer per warpgroup;
+// the tile's MMAs at S 16384 (H200, bf16, deterministic / atomic: 0.91 with one semaphore held
+// across both rounds, 0.85 with one per round and one writer, 0.90 with two writers; causal
+// 0.85, 0.79, 0.85). The rounds alternate in the one dQ buffer per warpgroup;
 // each writer hands it back (dq_empty) once its copies have read it.
 template <class Shape, int kMaskKind, bool kDeterministic>
 FMHA_DEVICE void fmha_bwd_sm90a_hd256_write_dq(const FmhaBwdSm90Params& P, unsigned smem,
