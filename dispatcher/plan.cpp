@@ -53,7 +53,7 @@ std::vector<StageLaunch> plan_stages(const FmhaKernelConfig& c, const FmhaProble
     const device::Dim3 per_query_tile{u32((p.seqlen_q + c.block_m - 1) / c.block_m), u32(p.nhead_q),
                                       u32(p.batch)};
     // The deterministic Hopper kernels order their CTAs themselves, in one dimension (templates/
-    // bwd/fmha_bwd_tiles_sm80.h, fmha_bwd_key_tile_cta); check_problem bounds their count.
+    // bwd/fmha_bwd_sm90a_schedule.h, fmha_bwd_key_tile_cta); check_problem bounds their count.
     const std::int64_t key_tiles = (p.seqlen_k + c.block_n - 1) / c.block_n;
     const device::Dim3 per_key_tile =
         c.deterministic && c.impl == KernelImpl::wgmma_sm90a

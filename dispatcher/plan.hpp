@@ -28,9 +28,9 @@ unsigned stage_dynamic_smem_bytes(const FmhaKernelConfig& canonical, codegen::St
 std::vector<StageLaunch> plan_stages(const FmhaKernelConfig& canonical, const FmhaProblem& problem,
                                      int multiprocessors = 0);
 
-// Deterministic wgmma_sm90a backward: how many (kv head, batch) pairs interleave
-// their key-tile chains in the launch order (FmhaBwdParams::det_group_heads; the rule and why are
-// at templates/bwd/fmha_bwd_tiles_sm80.h, fmha_bwd_key_tile_cta). 1 when `multiprocessors` is 0.
+// Deterministic wgmma_sm90a backward: how many (kv head, batch) pairs interleave their key-tile
+// chains in the launch order (FmhaBwdParams::det_group_heads); 1 when `multiprocessors` is 0. The
+// rule and why: templates/bwd/fmha_bwd_sm90a_schedule.h, fmha_bwd_key_tile_cta.
 int det_group_heads(const FmhaKernelConfig& canonical, const FmhaProblem& problem,
                     int multiprocessors);
 

@@ -44,6 +44,7 @@
 
 #include "bwd/fmha_bwd_memory_sm80.h"
 #include "bwd/fmha_bwd_sm80.h"  // stages 1 and 3
+#include "bwd/fmha_bwd_sm90a_schedule.h"
 #include "bwd/fmha_bwd_tiles_sm80.h"
 #include "common/copy_sm80.h"
 #include "common/fmha_params.h"
@@ -109,31 +110,6 @@ struct FmhaBwdSm90aBarriers {
   FMHA_DEVICE unsigned dq_full(int w) const { return q_full(3 * Shape::kStageCount + w); }
   FMHA_DEVICE unsigned dq_empty(int w) const { return q_full(3 * Shape::kStageCount + 2 + w); }
 };
-
-// The CTA's work: key tile, kv head, batch, and the (query head, query tile) pairs it visits,
-// head-major. Every role derives it from the same call, so their loops agree.
-struct FmhaBwdSm90aWork {
-  int n_block, hk, b, group, m_lo, m_count, num_iters;
-  FMHA_DEVICE int head(int it) const { return hk * group + it / m_count; }
-  FMHA_DEVICE int m_block(int it) const { return m_lo + it % m_count; }
-};
-
-template <class Shape, int kMaskKind, bool kDeterministic>
-FMHA_DEVICE FmhaBwdSm90aWork fmha_bwd_sm90a_work(const FmhaBwdParams& p) {
-  const FmhaFwdParams& f = p.fwd;
-  FmhaBwdSm90aWork w;
-  const FmhaBwdKeyTileCta cta = fmha_bwd_key_tile_cta<kDeterministic, Shape::kBlockN>(p);
-  w.n_block = cta.n_block;
-  w.hk = cta.hk;
-  w.b = cta.b;
-  w.group = f.nhead_q / f.nhead_k;
-  const FmhaKeyRange m_tiles =
-      fmha_bwd_query_tiles<kMaskKind, Shape::kBlockM, Shape::kBlockN>(w.n_block, f);
-  w.m_lo = m_tiles.lo;
-  w.m_count = m_tiles.hi > m_tiles.lo ? m_tiles.hi - m_tiles.lo : 0;
-  w.num_iters = w.group * w.m_count;
-  return w;
-}
 
 FMHA_DEVICE void fmha_st_shared_f32x2(unsigned smem, float x, float y) {
   asm volatile("st.shared.v2.f32 [%0], {%1, %2};\n" ::"r"(smem), "f"(x), "f"(y) : "memory");
@@ -266,50 +242,6 @@ FMHA_DEVICE void fmha_bwd_sm90a_store_dkdv(const FmhaBwdParams& p, const FmhaBwd
         *reinterpret_cast<unsigned*>(dv_row + c * kN + j * 8) = Pack::pack(dv[c][i], dv[c][i + 1]);
       }
     }
-  }
-}
-
-// Deterministic mode. The semaphore of (b, h, query tile) holds one 16-bit count per dQ round
-// (bits 16 r .. 16 r + 15 for round r): the hdim 256 kernel adds a query tile's dQ in two rounds
-// of head-dim columns, and with a count each, round 0 of the next key tile runs while this one
-// does round 1, instead of the next key tile waiting for both. Every key tile that visits the
-// query tile increments each count once, and check_problem keeps key tiles <= 65535.
-FMHA_DEVICE void fmha_bwd_sm90a_semaphore_release(int* sem, int round) {
-  asm volatile(
-      "fence.acq_rel.gpu;\n"
-      "red.relaxed.gpu.global.add.s32 [%0], %1;\n" ::"l"(sem),
-      "r"(1 << (16 * round))
-      : "memory");
-}
-
-// The dQ writer: wait until round `round` of the semaphore of (b, h, query tile m_block) counts
-// every key tile after this one that visits the tile (fmha_bwd_key_tiles), so that this CTA's
-// reduce-adds come next in the fixed order (num_m: query tiles per head); returns the semaphore,
-// to release with fmha_bwd_sm90a_semaphore_release once those adds are complete.
-template <int kMaskKind, int kBlockM, int kBlockN>
-FMHA_DEVICE int* fmha_bwd_sm90a_wait_dq_turn(const FmhaBwdSm90Params& P, const FmhaBwdSm90aWork& w,
-                                             int h, int m_block, int num_m, int round) {
-  const FmhaFwdParams& f = P.bwd.fwd;
-  int* sem = P.bwd.semaphores + (static_cast<fmha_index_t>(w.b) * f.nhead_q + h) * num_m + m_block;
-  const int count = fmha_bwd_key_tiles<kMaskKind, kBlockM, kBlockN>(m_block, f).hi - 1 - w.n_block;
-  while (((fmha_semaphore_poll(sem) >> (16 * round)) & 0xffff) != count) {
-  }
-  fmha_fence_proxy_async_global();  // the reductions that follow come after what the wait saw
-  return sem;
-}
-
-// The writer after issuing one round of reduce-adds: hand the dQ buffers back to the consumers as
-// soon as the copies have read them, and only then, when deterministic, wait for the adds to be
-// complete in global memory before the next key tile may add its own. The consumers store their
-// next dQ blocks meanwhile, instead of waiting out the adds' round trip to L2 every tile.
-template <class Barriers, bool kDeterministic>
-FMHA_DEVICE void fmha_bwd_sm90a_finish_dq_round(const Barriers& bars, int* sem, int round) {
-  fmha_bulk_wait_group_read<0>();
-  fmha_mbarrier_arrive(bars.dq_empty(0));
-  fmha_mbarrier_arrive(bars.dq_empty(1));
-  if (kDeterministic) {
-    fmha_bulk_wait_group<0>();
-    fmha_bwd_sm90a_semaphore_release(sem, round);
   }
 }
 

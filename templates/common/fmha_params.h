@@ -57,7 +57,7 @@ struct FmhaBwdParams {
   float* dv_accum;  // workspace: fp32 dV accumulation for GQA reduction; may be null
   int* semaphores;  // workspace: ordering counters for the deterministic mode; may be null
   // Deterministic mode: how many (kv head, batch) pairs share one stretch of the launch order,
-  // chain position by chain position (bwd/fmha_bwd_tiles_sm80.h, fmha_bwd_key_tile_cta); >= 1.
+  // chain position by chain position (bwd/fmha_bwd_sm90a_schedule.h, fmha_bwd_key_tile_cta); >= 1.
   int det_group_heads;
 };
 

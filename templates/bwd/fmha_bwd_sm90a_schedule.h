@@ -1,0 +1,133 @@
+// The schedule of the Hopper backward's stage 2 (fmha_bwd_sm90a.h, fmha_bwd_sm90a_hd256.h): which
+// key tile, kv head and batch a CTA takes, which (query head, query tile) pairs it visits in what
+// order, and, in the deterministic mode, in what order the CTAs add to each query tile's dQ.
+#pragma once
+
+#include "bwd/fmha_bwd_memory_sm80.h"
+#include "bwd/fmha_bwd_tiles_sm80.h"
+#include "common/fmha_params.h"
+#include "common/platform.h"
+#include "sm90/mbarrier_sm90.h"
+#include "sm90/tma_sm90.h"
+
+// ---------------------------------------------------------------------------------------------
+// Launch geometry: which key tile, kv head and batch a CTA takes. (The sm_80 kernel keeps grid
+// (num_n, Hk, B) with n_block = num_n - 1 - blockIdx.x when deterministic: its hdim 128 tile has
+// no registers left for the computed indices below, which spilled 16 bytes there, while block
+// indices cost none.)
+//   atomic mode:        grid (num_n, Hk, B), n_block = blockIdx.x
+//   deterministic mode: grid (num_n x Hk x B), 1-D, in groups of det_group_heads (kv head, batch)
+//                       pairs (the last group may be smaller); inside a group the chain position
+//                       k = num_n - 1 - n_block is the slow index and the pair the fast one.
+// In the deterministic mode every query tile receives its key tiles' dQ additions in decreasing
+// key-tile order (fmha_bwd_sm80.h), so the CTA at chain position k waits for position k - 1 of its
+// own pair. The hardware dispatches CTAs in linear index order. With one pair per group (the
+// atomic order, reversed) every wave re-creates the chains' stagger: the CTAs that finish first
+// are replaced by later chain positions of the next pair, which wait for its earlier ones. With
+// groups of as many pairs as fill the GPU, chain by chain (floor(SMs / num_n), the host's
+// choice without a mask), the CTAs of one position finish at about the same time and are
+// replaced by the same position of the next group, which finds its predecessors started one link
+// earlier: the stagger is paid once. Larger groups would spread the resident CTAs over more
+// heads, and their Q and dO no longer stay in L2 for the other key tiles of the head (all heads
+// in one group measured 0.66 x at hdim 128, S 8192, causal). Under causal masks the chains are
+// staggered by the mask itself (fmha_bwd_sm80.h), and the host keeps one pair per group. The
+// waits still point to lower linear indices only (the same pair, lower k), which is what the
+// no-deadlock argument of fmha_bwd_sm80.h needs.
+struct FmhaBwdKeyTileCta {
+  int n_block, hk, b;
+};
+
+template <bool kDeterministic, int kBlockN>
+FMHA_DEVICE FmhaBwdKeyTileCta fmha_bwd_key_tile_cta(const FmhaBwdParams& p) {
+  const FmhaFwdParams& f = p.fwd;
+  FmhaBwdKeyTileCta c;
+  if (kDeterministic) {
+    const int num_n = (f.seqlen_k + kBlockN - 1) / kBlockN;
+    const int pairs = f.nhead_k * f.batch;
+    const int per_group = p.det_group_heads;
+    const int linear = fmha_block_idx_x();
+    const int group = linear / (per_group * num_n);
+    const int in_group = linear - group * per_group * num_n;
+    const int group_pairs = min(per_group, pairs - group * per_group);
+    const int pair = group * per_group + in_group % group_pairs;
+    c.n_block = num_n - 1 - in_group / group_pairs;
+    c.hk = pair % f.nhead_k;
+    c.b = pair / f.nhead_k;
+  } else {
+    c.n_block = fmha_block_idx_x();
+    c.hk = fmha_block_idx_y();
+    c.b = fmha_block_idx_z();
+  }
+  return c;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The CTA's work: key tile, kv head, batch, and the (query head, query tile) pairs it visits,
+// head-major. Every role derives it from the same call, so their loops agree.
+struct FmhaBwdSm90aWork {
+  int n_block, hk, b, group, m_lo, m_count, num_iters;
+  FMHA_DEVICE int head(int it) const { return hk * group + it / m_count; }
+  FMHA_DEVICE int m_block(int it) const { return m_lo + it % m_count; }
+};
+
+template <class Shape, int kMaskKind, bool kDeterministic>
+FMHA_DEVICE FmhaBwdSm90aWork fmha_bwd_sm90a_work(const FmhaBwdParams& p) {
+  const FmhaFwdParams& f = p.fwd;
+  FmhaBwdSm90aWork w;
+  const FmhaBwdKeyTileCta cta = fmha_bwd_key_tile_cta<kDeterministic, Shape::kBlockN>(p);
+  w.n_block = cta.n_block;
+  w.hk = cta.hk;
+  w.b = cta.b;
+  w.group = f.nhead_q / f.nhead_k;
+  const FmhaKeyRange m_tiles =
+      fmha_bwd_query_tiles<kMaskKind, Shape::kBlockM, Shape::kBlockN>(w.n_block, f);
+  w.m_lo = m_tiles.lo;
+  w.m_count = m_tiles.hi > m_tiles.lo ? m_tiles.hi - m_tiles.lo : 0;
+  w.num_iters = w.group * w.m_count;
+  return w;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Deterministic mode. The semaphore of (b, h, query tile) holds one 16-bit count per dQ round
+// (bits 16 r .. 16 r + 15 for round r): the hdim 256 kernel adds a query tile's dQ in two rounds
+// of head-dim columns, and with a count each, round 0 of the next key tile runs while this one
+// does round 1, instead of the next key tile waiting for both. Every key tile that visits the
+// query tile increments each count once, and check_problem keeps key tiles <= 65535.
+FMHA_DEVICE void fmha_bwd_sm90a_semaphore_release(int* sem, int round) {
+  asm volatile(
+      "fence.acq_rel.gpu;\n"
+      "red.relaxed.gpu.global.add.s32 [%0], %1;\n" ::"l"(sem),
+      "r"(1 << (16 * round))
+      : "memory");
+}
+
+// The dQ writer: wait until round `round` of the semaphore of (b, h, query tile m_block) counts
+// every key tile after this one that visits the tile (fmha_bwd_key_tiles), so that this CTA's
+// reduce-adds come next in the fixed order (num_m: query tiles per head); returns the semaphore,
+// to release with fmha_bwd_sm90a_semaphore_release once those adds are complete.
+template <int kMaskKind, int kBlockM, int kBlockN>
+FMHA_DEVICE int* fmha_bwd_sm90a_wait_dq_turn(const FmhaBwdSm90Params& P, const FmhaBwdSm90aWork& w,
+                                             int h, int m_block, int num_m, int round) {
+  const FmhaFwdParams& f = P.bwd.fwd;
+  int* sem = P.bwd.semaphores + (static_cast<fmha_index_t>(w.b) * f.nhead_q + h) * num_m + m_block;
+  const int count = fmha_bwd_key_tiles<kMaskKind, kBlockM, kBlockN>(m_block, f).hi - 1 - w.n_block;
+  while (((fmha_semaphore_poll(sem) >> (16 * round)) & 0xffff) != count) {
+  }
+  fmha_fence_proxy_async_global();  // the reductions that follow come after what the wait saw
+  return sem;
+}
+
+// The writer after issuing one round of reduce-adds: hand the dQ buffers back to the consumers as
+// soon as the copies have read them, and only then, when deterministic, wait for the adds to be
+// complete in global memory before the next key tile may add its own. The consumers store their
+// next dQ blocks meanwhile, instead of waiting out the adds' round trip to L2 every tile.
+template <class Barriers, bool kDeterministic>
+FMHA_DEVICE void fmha_bwd_sm90a_finish_dq_round(const Barriers& bars, int* sem, int round) {
+  fmha_bulk_wait_group_read<0>();
+  fmha_mbarrier_arrive(bars.dq_empty(0));
+  fmha_mbarrier_arrive(bars.dq_empty(1));
+  if (kDeterministic) {
+    fmha_bulk_wait_group<0>();
+    fmha_bwd_sm90a_semaphore_release(sem, round);
+  }
+}
