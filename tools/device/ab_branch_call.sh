@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Same-call A/B of a staged branch (tools/device/stage_branch.sh BRANCH) against the current tree
+# (.carry/bin): the branch's gpu tests (SUITES, ';'-separated, under timeouts), then `fmha-jit
+# bench` rows from both builds back to back. ROWS: 'family,hdim,seqlen,batch,hq,hk,mask,det'
+# entries (det: 0 or 1). Run from the repository root with .carry/ staged; logs go to $OUT.
+source "$(dirname "$0")/call_env.sh"
+alt=.carry/alt/${BRANCH:?set BRANCH}
+IFS=";" read -ra suites <<<"${SUITES:-}"
+for suite in "${suites[@]}"; do
+  log="$out/$(echo "$suite" | tr -c 'a-z0-9\n' '_').txt"
+  timeout --signal=KILL 170 $alt/fmha_jit_gpu_tests "$suite" --durations yes > "$log" 2>&1
+  echo "$BRANCH: $suite rc=$? at ${SECONDS}s"
+  grep -E "FAILED|passed|failed|with expansion" -A2 "$log" | tail -8
+done
+for row in ${ROWS:?set ROWS}; do
+  IFS=, read -r fam d s bt hq hk m det <<<"$row"
+  flag=""
+  [ "$det" = 1 ] && flag=--deterministic
+  for bin in $b/fmha-jit $alt/fmha-jit; do
+    echo -n "$(basename "$(dirname "$bin")"): "
+    timeout 40 $bin bench --family "$fam" --hdim-q "$d" --seqlen-q "$s" --batch "$bt" --nhead-q "$hq" \
+      --nhead-k "$hk" --mask "$m" $flag --repeat 10 --warmup 3 2>&1 | tail -1
+  done
+done
+echo "done at ${SECONDS}s"
