@@ -5,13 +5,7 @@
 # entries (det: 0 or 1). Run from the repository root with .carry/ staged; logs go to $OUT.
 source "$(dirname "$0")/call_env.sh"
 alt=.carry/alt/${BRANCH:?set BRANCH}
-IFS=";" read -ra suites <<<"${SUITES:-}"
-for suite in "${suites[@]}"; do
-  log="$out/$(echo "$suite" | tr -c 'a-z0-9\n' '_').txt"
-  timeout --signal=KILL 170 $alt/fmha_jit_gpu_tests "$suite" --durations yes > "$log" 2>&1
-  echo "$BRANCH: $suite rc=$? at ${SECONDS}s"
-  grep -E "FAILED|passed|failed|with expansion" -A2 "$log" | tail -8
-done
+[ -n "${SUITES:-}" ] && run_gpu_suites $alt/fmha_jit_gpu_tests "$SUITES" 170
 for row in ${ROWS:?set ROWS}; do
   IFS=, read -r fam d s bt hq hk m det <<<"$row"
   flag=""

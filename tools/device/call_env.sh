@@ -6,6 +6,33 @@ set -uo pipefail
 export LD_LIBRARY_PATH="$PWD/.carry/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
 export FMHA_JIT_CACHE_DIR=/tmp/fmha-jit-cache PYTHONUNBUFFERED=1
 out=${OUT:-/tmp}
+mkdir -p "$out"
 b=.carry/bin
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader
 date -u +"%Y-%m-%d %H:%M UTC"
+
+# run_gpu_suites TESTS "suite;suite..." [SECONDS]: each gpu test suite under a kill timeout (a
+# hang must not cost the call), its log in $out, its verdict here.
+run_gpu_suites() {
+  local tests=$1 limit=${3:-150} suite log
+  local -a suites
+  IFS=";" read -ra suites <<<"$2"
+  for suite in "${suites[@]}"; do
+    log="$out/$(echo "$suite" | tr -c 'a-z0-9\n' '_').txt"
+    timeout --signal=KILL "$limit" "$tests" "$suite" --durations yes > "$log" 2>&1
+    echo "$suite rc=$? at ${SECONDS}s"
+    grep -E "FAILED|passed|failed|with expansion" -A2 "$log" | tail -12
+  done
+}
+
+# run_examples: example 37 at hdim 64, 128, 256 (deterministic bit-exact against the atomic mode,
+# with the kernels `auto` picks) and example 01, logs in $out.
+run_examples() {
+  local hd
+  for hd in 64 128 256; do
+    timeout 60 $b/37_bwd_deterministic --hdim $hd --seqlen 1024 > "$out/ex37_hd$hd.txt" 2>&1
+    echo "example 37 hdim $hd rc=$?: $(grep -iE 'kernel|bit-exact|PASS|FAIL' "$out/ex37_hd$hd.txt" | head -5 | tr '\n' ' ')"
+  done
+  timeout 60 $b/01_basic_fwd > "$out/ex01.txt" 2>&1
+  echo "example 01 rc=$?: $(tail -2 "$out/ex01.txt" | tr '\n' ' ')"
+}

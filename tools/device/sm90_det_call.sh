@@ -1,18 +1,13 @@
 #!/usr/bin/env bash
 # Device call for the deterministic Hopper backward's schedule (session 8): without a mask, the
 # key-tile chains of as many heads as fill the GPU interleaved in the launch order; one semaphore
-# chain per dQ round at hdim 256; the dQ buffers handed back before the adds complete. The bit-exact gpu tests of both tensor-core backwards under timeouts (a hang must
-# not cost the call), then `fmha-jit bench` of the rows where deterministic / atomic was below 0.9,
-# atomic and deterministic back to back, and torch in the same call.
+# chain per dQ round at hdim 256; the dQ buffers handed back before the adds complete. The
+# bit-exact gpu tests of both tensor-core backwards (SUITES, under timeouts), then `fmha-jit bench`
+# of the rows (ROWS) where deterministic / atomic was below 0.9, atomic and deterministic back to
+# back.
 # Run from the repository root with .carry/ staged (tools/device/stage.sh); logs go to $OUT.
 source "$(dirname "$0")/call_env.sh"
-IFS=";" read -ra suites <<<"${SUITES:-gpu sm90a bwd*;gpu bwd: deterministic*}"
-for suite in "${suites[@]}"; do
-  log="$out/$(echo "$suite" | tr -c 'a-z0-9\n' '_').txt"
-  timeout --signal=KILL 150 $b/fmha_jit_gpu_tests "$suite" --durations yes > "$log" 2>&1
-  echo "$suite rc=$? at ${SECONDS}s"
-  grep -E "FAILED|passed|failed|with expansion" -A2 "$log" | tail -12
-done
+run_gpu_suites $b/fmha_jit_gpu_tests "${SUITES:-gpu sm90a bwd*;gpu bwd: deterministic*}"
 bench() {  # impl hdim seqlen batch hq hk mask
   for det in "" --deterministic; do
     timeout 40 $b/fmha-jit bench --family bwd --impl "$1" --hdim-q "$2" --seqlen-q "$3" --batch "$4" \

@@ -4,12 +4,7 @@
 # trails cuDNN most at long sequences (hdim 128 and 256, S 8192), same sections for both.
 # Run from the repository root with .carry/ staged; logs go to $OUT.
 source "$(dirname "$0")/call_env.sh"
-for hd in 64 128 256; do
-  timeout 60 $b/37_bwd_deterministic --hdim $hd --seqlen 1024 > "$out/ex37_hd$hd.txt" 2>&1
-  echo "example 37 hdim $hd rc=$?: $(grep -iE 'kernel|bit-exact|PASS|FAIL' "$out/ex37_hd$hd.txt" | head -4 | tr '\n' ' ')"
-done
-timeout 60 $b/01_basic_fwd > "$out/ex01.txt" 2>&1
-echo "example 01 rc=$?: $(tail -2 "$out/ex01.txt" | tr '\n' ' ')"
+run_examples
 sec="--section SpeedOfLight --section WarpStateStats --section InstructionStats --section LaunchStats --section ComputeWorkloadAnalysis"
 for row in "128 16" "256 8"; do
   read -r hd h <<<"$row"
