@@ -84,12 +84,15 @@ FMHA_DEVICE void fmha_semaphore_wait_eq(const int* sem, int count) {
 // orders the other threads' writes before this thread's, and the gpu-scope acq_rel fence makes
 // all of them visible before the count (CUTLASS's generic barrier uses the same pattern), so the
 // other threads need no gpu-scope fence of their own.
-FMHA_DEVICE void fmha_semaphore_release_inc(int* sem) {
+FMHA_DEVICE void fmha_semaphore_release_add(int* sem, int amount) {
   asm volatile(
       "fence.acq_rel.gpu;\n"
-      "red.relaxed.gpu.global.add.s32 [%0], 1;\n" ::"l"(sem)
+      "red.relaxed.gpu.global.add.s32 [%0], %1;\n" ::"l"(sem),
+      "r"(amount)
       : "memory");
 }
+
+FMHA_DEVICE void fmha_semaphore_release_inc(int* sem) { fmha_semaphore_release_add(sem, 1); }
 
 // Returns x through an empty asm statement the optimizer cannot see through. Fragment addresses
 // are derived from a few per-warp bases by XOR-ing and adding constants; when a base is loop

@@ -94,6 +94,10 @@ struct FmhaBwdSm90aShape {
     kConsumerWarpArrivals = 8,
     kStageCount = kStages,
   };
+  // Where consumer warpgroup w's 64 x 64 dQ block lies in the query tile (one block per warpgroup
+  // and query tile, so round is always 0 here): first row, first column.
+  FMHA_DEVICE static int dq_row0(int w) { return kDqByRows ? 64 * w : 0; }
+  FMHA_DEVICE static int dq_col0(int w, int /*round*/) { return kDqByRows ? 0 : 64 * w; }
   static_assert(kHdim == 64 || kHdim == 128, "hdim 64 or 128");
   static_assert((kTileM == 128 && kHdim == 64) || (kTileM == 64 && kHdim == 128),
                 "each warpgroup's dQ block is 64 x 64");
@@ -107,7 +111,10 @@ struct FmhaBwdSm90aBarriers {
   FMHA_DEVICE unsigned q_full(int s) const { return base + 8 + 8 * s; }
   FMHA_DEVICE unsigned do_full(int s) const { return q_full(Shape::kStageCount + s); }
   FMHA_DEVICE unsigned qdo_empty(int s) const { return q_full(2 * Shape::kStageCount + s); }
-  FMHA_DEVICE unsigned dq_full(int w) const { return q_full(3 * Shape::kStageCount + w); }
+  // One dQ round per query tile: round is always 0 (the hdim 256 kernel has two).
+  FMHA_DEVICE unsigned dq_full(int w, int /*round*/ = 0) const {
+    return q_full(3 * Shape::kStageCount + w);
+  }
   FMHA_DEVICE unsigned dq_empty(int w) const { return q_full(3 * Shape::kStageCount + 2 + w); }
 };
 
@@ -289,20 +296,13 @@ FMHA_DEVICE void fmha_bwd_sm90a_produce(const FmhaBwdSm90Params& P, unsigned sme
   }
 }
 
-// Where consumer warpgroup w's 64 x 64 dQ block lies in the query tile: first row, first column.
-template <class Shape>
-FMHA_DEVICE int fmha_bwd_sm90a_dq_row0(int w) {
-  return Shape::kDqByRows ? 64 * w : 0;
-}
-template <class Shape>
-FMHA_DEVICE int fmha_bwd_sm90a_dq_col0(int w) {
-  return Shape::kDqByRows ? 0 : 64 * w;
-}
-
-// Warp 1 of warpgroup 0, one thread: adds each iteration's two dQ blocks to dq_accum.
-template <class Shape, int kMaskKind, bool kDeterministic>
+// The dQ writer, one thread: per query tile, waits for round `round` of both consumer warpgroups'
+// 64 x 64 dQ blocks (at Shape::dq_row0 / dq_col0 in the tile) and adds them to dq_accum, 32
+// columns per TMA reduce-add; when deterministic, in its turn (fmha_bwd_sm90a_schedule.h). The
+// hdim 64 / 128 kernel runs one writer (round 0), the hdim 256 kernel one per round.
+template <class Shape, class Barriers, int kMaskKind, bool kDeterministic>
 FMHA_DEVICE void fmha_bwd_sm90a_write_dq(const FmhaBwdSm90Params& P, unsigned smem,
-                                         const FmhaBwdSm90aBarriers<Shape>& bars) {
+                                         const Barriers& bars, int round) {
   enum { kBlockM = Shape::kBlockM };
   const FmhaFwdParams& f = P.bwd.fwd;
   const FmhaBwdSm90aWork w = fmha_bwd_sm90a_work<Shape, kMaskKind, kDeterministic>(P.bwd);
@@ -310,25 +310,25 @@ FMHA_DEVICE void fmha_bwd_sm90a_write_dq(const FmhaBwdSm90Params& P, unsigned sm
   for (int it = 0; it < w.num_iters; ++it) {
     const int h = w.head(it);
     const int m_block = w.m_block(it);
-    fmha_mbarrier_wait(bars.dq_full(0), it & 1);
-    fmha_mbarrier_wait(bars.dq_full(1), it & 1);
+    fmha_mbarrier_wait(bars.dq_full(0, round), it & 1);
+    fmha_mbarrier_wait(bars.dq_full(1, round), it & 1);
     int* sem = nullptr;
     if (kDeterministic) {
       sem = fmha_bwd_sm90a_wait_dq_turn<kMaskKind, kBlockM, Shape::kBlockN>(P, w, h, m_block, num_m,
-                                                                            0);
+                                                                            round);
     }
 #pragma unroll
     for (int cw = 0; cw < 2; ++cw) {
 #pragma unroll
       for (int sl = 0; sl < 2; ++sl) {
-        fmha_tma_reduce_add_3d(
-            P.dq_accum_map, smem + Shape::kDqOffset + cw * Shape::kDqBlockBytes + sl * 64 * 128,
-            fmha_bwd_sm90a_dq_col0<Shape>(cw) + sl * 32,
-            m_block * kBlockM + fmha_bwd_sm90a_dq_row0<Shape>(cw), w.b * f.nhead_q + h);
+        fmha_tma_reduce_add_3d(P.dq_accum_map,
+                               smem + Shape::kDqOffset + cw * Shape::kDqBlockBytes + sl * 64 * 128,
+                               Shape::dq_col0(cw, round) + sl * 32,
+                               m_block * kBlockM + Shape::dq_row0(cw), w.b * f.nhead_q + h);
       }
     }
     fmha_bulk_commit_group();
-    fmha_bwd_sm90a_finish_dq_round<FmhaBwdSm90aBarriers<Shape>, kDeterministic>(bars, sem, 0);
+    fmha_bwd_sm90a_finish_dq_round<Barriers, kDeterministic>(bars, sem, round);
   }
   fmha_bulk_wait_group<0>();
 }
@@ -479,9 +479,8 @@ FMHA_DEVICE void fmha_bwd_sm90a_consume(const FmhaBwdSm90Params& P, unsigned sme
 
     float dq[32];
     fmha_wgmma_fence();
-    Mma::dq(
-        dq, ds + (fmha_bwd_sm90a_dq_row0<Shape>(cw) / 64) * Shape::kKVSlabBytes,
-        smem + Shape::kKOffset + (fmha_bwd_sm90a_dq_col0<Shape>(cw) / 64) * Shape::kKVSlabBytes);
+    Mma::dq(dq, ds + (Shape::dq_row0(cw) / 64) * Shape::kKVSlabBytes,
+            smem + Shape::kKOffset + (Shape::dq_col0(cw, 0) / 64) * Shape::kKVSlabBytes);
     fmha_wgmma_commit();
     fmha_wgmma_wait<0>();
 #pragma unroll
@@ -540,7 +539,8 @@ FMHA_DEVICE void fmha_bwd_sm90a_dq_dk_dv(const FmhaBwdSm90Params& P, char* smem_
     const int warp = fmha_warp_id();
     if (warp == 0) fmha_bwd_sm90a_produce<Shape, kMaskKind, kDeterministic>(P, smem, bars);
     if (warp == 1 && fmha_lane_id() == 0) {
-      fmha_bwd_sm90a_write_dq<Shape, kMaskKind, kDeterministic>(P, smem, bars);
+      fmha_bwd_sm90a_write_dq<Shape, FmhaBwdSm90aBarriers<Shape>, kMaskKind, kDeterministic>(
+          P, smem, bars, 0);
     }
     return;
   }

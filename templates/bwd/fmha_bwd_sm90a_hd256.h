@@ -29,7 +29,7 @@
 //   dS^T (16-bit): written between B1 and B2, read after B2 by dK and dQ MMAs, which complete
 //     before either warpgroup can pass the next B1.
 // Deterministic mode: the writer keeps the semaphore order of fmha_bwd_sm90a.h over 64-key tiles,
-// one chain per dQ round (two 16-bit counts in each semaphore, fmha_bwd_sm90a_semaphore_release).
+// one chain per dQ round (two 16-bit counts in each semaphore, fmha_bwd_sm90a_schedule.h).
 #pragma once
 
 #include "bwd/fmha_bwd_sm90a.h"
@@ -73,6 +73,10 @@ struct FmhaBwdSm90aHd256Shape {
     kConsumerWarpArrivals = 8,
     kStageCount = kStages,
   };
+  // Where warpgroup w's 64 x 64 dQ block of round `round` lies in the query tile (the writer,
+  // fmha_bwd_sm90a_write_dq): all 64 rows, columns 64 round .. of its head-dim half.
+  FMHA_DEVICE static int dq_row0(int /*w*/) { return 0; }
+  FMHA_DEVICE static int dq_col0(int w, int round) { return 128 * w + 64 * round; }
   static_assert(kStages == 1 || kStages == 2, "1 or 2 Q stages fit beside one dO stage");
 };
 
@@ -146,47 +150,6 @@ FMHA_DEVICE void fmha_bwd_sm90a_hd256_produce(const FmhaBwdSm90Params& P, unsign
     fmha_mbarrier_arrive(bars.do_full());
     ring.advance<Shape::kStageCount>();
   }
-}
-
-// Warp 1 + round, one thread: per query tile, round `round` of both warpgroups' 64 x 64 dQ
-// blocks. Two writers, so that one round's wait for its adds to complete (deterministic mode)
-// overlaps the other's: one thread doing both spent two L2 round trips per query tile, more than
-// the tile's MMAs at S 16384 (H200, bf16, deterministic / atomic: 0.91 with one semaphore held
-// across both rounds, 0.85 with one per round and one writer, 0.90 with two writers; causal
-// 0.85, 0.79, 0.85). The rounds alternate in the one dQ buffer per warpgroup;
-// each writer hands it back (dq_empty) once its copies have read it.
-template <class Shape, int kMaskKind, bool kDeterministic>
-FMHA_DEVICE void fmha_bwd_sm90a_hd256_write_dq(const FmhaBwdSm90Params& P, unsigned smem,
-                                               const FmhaBwdSm90aHd256Barriers<Shape>& bars,
-                                               int round) {
-  enum { kBlockM = Shape::kBlockM };
-  const FmhaFwdParams& f = P.bwd.fwd;
-  const FmhaBwdSm90aWork w = fmha_bwd_sm90a_work<Shape, kMaskKind, kDeterministic>(P.bwd);
-  const int num_m = (f.seqlen_q + kBlockM - 1) / kBlockM;
-  for (int it = 0; it < w.num_iters; ++it) {
-    const int h = w.head(it);
-    const int m_block = w.m_block(it);
-    fmha_mbarrier_wait(bars.dq_full(0, round), it & 1);
-    fmha_mbarrier_wait(bars.dq_full(1, round), it & 1);
-    int* sem = nullptr;
-    if (kDeterministic) {
-      sem = fmha_bwd_sm90a_wait_dq_turn<kMaskKind, kBlockM, Shape::kBlockN>(P, w, h, m_block, num_m,
-                                                                            round);
-    }
-#pragma unroll
-    for (int cw = 0; cw < 2; ++cw) {
-#pragma unroll
-      for (int sl = 0; sl < 2; ++sl) {
-        fmha_tma_reduce_add_3d(
-            P.dq_accum_map, smem + Shape::kDqOffset + cw * Shape::kDqBlockBytes + sl * 64 * 128,
-            128 * cw + 64 * round + 32 * sl, m_block * kBlockM, w.b * f.nhead_q + h);
-      }
-    }
-    fmha_bulk_commit_group();
-    fmha_bwd_sm90a_finish_dq_round<FmhaBwdSm90aHd256Barriers<Shape>, kDeterministic>(bars, sem,
-                                                                                     round);
-  }
-  fmha_bulk_wait_group<0>();
 }
 
 // acc (64 keys x 128 columns) += A B, A = a 64 x 64 16-bit tile (keys x queries, K-major, one
@@ -394,8 +357,15 @@ FMHA_DEVICE void fmha_bwd_sm90a_hd256_dq_dk_dv(const FmhaBwdSm90Params& P, char*
     fmha_setmaxnreg_dec<40>();  // 40 + 2 x 232 within the 168 x 384 of the launch
     const int warp = fmha_warp_id();
     if (warp == 0) fmha_bwd_sm90a_hd256_produce<Shape, kMaskKind, kDeterministic>(P, smem, bars);
+    // Warps 1 and 2: one dQ writer per round, so that one round's wait for its adds to complete
+    // (deterministic mode) overlaps the other's. One thread doing both spent two L2 round trips
+    // per query tile, more than the tile's MMAs at S 16384 (H200, bf16, deterministic / atomic:
+    // 0.91 with one semaphore held across both rounds, 0.85 with one per round and one writer,
+    // 0.90 with two writers; causal 0.85, 0.79, 0.85). The rounds alternate in the one dQ buffer
+    // per warpgroup; each writer hands it back (dq_empty) once its copies have read it.
     if ((warp == 1 || warp == 2) && fmha_lane_id() == 0) {
-      fmha_bwd_sm90a_hd256_write_dq<Shape, kMaskKind, kDeterministic>(P, smem, bars, warp - 1);
+      fmha_bwd_sm90a_write_dq<Shape, FmhaBwdSm90aHd256Barriers<Shape>, kMaskKind, kDeterministic>(
+          P, smem, bars, warp - 1);
     }
     return;
   }

@@ -92,19 +92,13 @@ FMHA_DEVICE FmhaBwdSm90aWork fmha_bwd_sm90a_work(const FmhaBwdParams& p) {
 // (bits 16 r .. 16 r + 15 for round r): the hdim 256 kernel adds a query tile's dQ in two rounds
 // of head-dim columns, and with a count each, round 0 of the next key tile runs while this one
 // does round 1, instead of the next key tile waiting for both. Every key tile that visits the
-// query tile increments each count once, and check_problem keeps key tiles <= 65535.
-FMHA_DEVICE void fmha_bwd_sm90a_semaphore_release(int* sem, int round) {
-  asm volatile(
-      "fence.acq_rel.gpu;\n"
-      "red.relaxed.gpu.global.add.s32 [%0], %1;\n" ::"l"(sem),
-      "r"(1 << (16 * round))
-      : "memory");
-}
+// query tile increments each count once (fmha_bwd_sm90a_finish_dq_round), and check_problem
+// keeps key tiles <= 65535.
 
 // The dQ writer: wait until round `round` of the semaphore of (b, h, query tile m_block) counts
 // every key tile after this one that visits the tile (fmha_bwd_key_tiles), so that this CTA's
 // reduce-adds come next in the fixed order (num_m: query tiles per head); returns the semaphore,
-// to release with fmha_bwd_sm90a_semaphore_release once those adds are complete.
+// to release (fmha_bwd_sm90a_finish_dq_round) once those adds are complete.
 template <int kMaskKind, int kBlockM, int kBlockN>
 FMHA_DEVICE int* fmha_bwd_sm90a_wait_dq_turn(const FmhaBwdSm90Params& P, const FmhaBwdSm90aWork& w,
                                              int h, int m_block, int num_m, int round) {
@@ -128,6 +122,6 @@ FMHA_DEVICE void fmha_bwd_sm90a_finish_dq_round(const Barriers& bars, int* sem, 
   fmha_mbarrier_arrive(bars.dq_empty(1));
   if (kDeterministic) {
     fmha_bulk_wait_group<0>();
-    fmha_bwd_sm90a_semaphore_release(sem, round);
+    fmha_semaphore_release_add(sem, 1 << (16 * round));
   }
 }
