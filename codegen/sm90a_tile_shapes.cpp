@@ -53,14 +53,17 @@ std::string wgmma_sm90a_gap(const FmhaKernelConfig& c) {
 
 TileShape wgmma_sm90a_fwd_tile(const FmhaKernelConfig& c) {
   // Registers per consumer thread (240 after setmaxnreg): S = block_n / 2, P = block_n / 4 packed,
-  // O = hdim / 2. hdim 64 / 128 take 128-key tiles (S 64 + P 32 + O 64 at hdim 128 leaves room
-  // for the softmax state and addresses); hdim 256 halves them, since O alone is 128 registers.
-  // Two stages: the next tile's K and V land while this one's MMAs run (160 KB at hdim 128,
-  // 192 KB at hdim 256). At hdim 64 a 64 x 128 S tile is too little work per softmax to keep
+  // O = hdim / 2, all three live at once (S of tile i is computed while P V of tile i - 1 runs).
+  // hdim 64 / 128 take 128-key tiles (S 64 + P 32 + O 64 at hdim 128 leaves room for the softmax
+  // state and addresses). At hdim 256 O alone is 128 registers: 128 keys spill (148 bytes), 80
+  // keys hold S 40 + P 20 + O 128. Per key, the O rescale (128 multiplies per thread and tile),
+  // the turn barriers and the pipeline waits cost 64 / 80 of what 64-key tiles cost; 80 is also
+  // what two stages of K and V fit in shared memory beside Q (225 KB of 227; 96 keys need 257).
+  // Two stages: the next tile's K and V land while this one's MMAs run (160 KB at hdim 128). At hdim 64 a 64 x 128 S tile is too little work per softmax to keep
   // the tensor cores fed from two consumer warpgroups: 192 query rows (three warpgroups, 16
   // warps) ran 530.8 TFLOP/s against 429.3 with 128 rows (bf16, S 8192, H200, 2026-12-04), and
   // ahead at S 2048 and 16384, causal or not. A config may still ask for 128 rows or 12 warps.
-  if (c.hdim_q >= 256) return {kBlockM, 64, kNumWarps, 2};
+  if (c.hdim_q >= 256) return {kBlockM, 80, kNumWarps, 2};
   if (c.hdim_q == 64 && c.block_m != kBlockM && c.num_warps != kNumWarps) return {192, 128, 16, 2};
   return {kBlockM, 128, kNumWarps, 2};
 }
@@ -144,10 +147,13 @@ void check_wgmma_sm90a_fwd_tile(const ArchInfo& arch, const FmhaKernelConfig& c)
            "0 (heuristic), " + std::to_string(warps) + " (impl wgmma_sm90a, block_m " +
                std::to_string(c.block_m) + ")");
   }
-  // hdim 256 with 128-key tiles needs O 128 + S 64 + P 32 registers: more than a consumer has.
-  if (c.block_n != 64 && (c.block_n != 128 || c.hdim_q > 128)) {
+  // hdim 256 with 128-key tiles needs O 128 + S 64 + P 32 registers: more than a consumer has;
+  // 80 keys fit there (wgmma N 80), and would only add instructions per key at smaller hdims.
+  const bool block_n_ok = c.hdim_q > 128 ? c.block_n == 64 || c.block_n == 80
+                                         : c.block_n == 64 || c.block_n == 128;
+  if (!block_n_ok) {
     reject("block_n", c.block_n,
-           c.hdim_q > 128 ? "0 (heuristic), 64 (impl wgmma_sm90a, hdim 256)"
+           c.hdim_q > 128 ? "0 (heuristic), 64, 80 (impl wgmma_sm90a, hdim 256)"
                           : "0 (heuristic), 64, 128 (impl wgmma_sm90a)");
   }
   if (c.num_stages < 1 || c.num_stages > 4) {

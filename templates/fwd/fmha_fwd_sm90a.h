@@ -75,7 +75,8 @@ struct FmhaFwdSm90aShape {
   static_assert(kTileM == 128 || (kTileM == 192 && kHdim == 64),
                 "128 query rows, or 192 (three consumer warpgroups) at hdim 64");
   static_assert(kHdim == 64 || kHdim == 128 || kHdim == 256, "hdim 64, 128 or 256");
-  static_assert(kBlockN == 64 || kBlockN == 128, "wgmma N of Q K^T: 64 or 128");
+  static_assert(kBlockN == 64 || kBlockN == 128 || (kBlockN == 80 && kHdim == 256),
+                "wgmma N of Q K^T: 64, 128, or 80 at hdim 256");
   static_assert(kStages >= 1 && kStages <= 4, "1 to 4 K/V stages");
 };
 

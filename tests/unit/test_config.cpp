@@ -311,7 +311,7 @@ TEST_CASE("config: the Hopper forward (wgmma_sm90a) and when auto falls back", "
       CHECK(r.arch == "sm_90a");                     // wgmma exists only in the arch-specific ISA
       CHECK(r.block_m == (hdim == 64 ? 192 : 128));  // three consumer warpgroups at hdim 64
       CHECK(r.num_warps == (hdim == 64 ? 16 : 12));
-      CHECK(r.block_n == (hdim == 256 ? 64 : 128));
+      CHECK(r.block_n == (hdim == 256 ? 80 : 128));  // 80 keys: O is 128 registers at 256
       CHECK(codegen::impl_fallback_reason(c).empty());
     }
   }
@@ -394,6 +394,20 @@ TEST_CASE("config: the Hopper forward (wgmma_sm90a) and when auto falls back", "
   CHECK(canonicalize(bad).num_warps == 16);
   bad.num_warps = 12;
   CHECK(rejected_field(bad) == "num_warps");
+  // Key tiles: 64 or 128 up to hdim 128; 64 or 80 at hdim 256 (128 keys spill there, and 80
+  // is a wgmma N only the hdim 256 kernel is built for).
+  bad = c;
+  bad.block_n = 80;
+  CHECK(rejected_field(bad) == "block_n");
+  bad.hdim_q = bad.hdim_v = 256;
+  CHECK(rejected_field(bad) == "(accepted)");
+  bad.block_n = 64;
+  CHECK(rejected_field(bad) == "(accepted)");
+  bad.block_n = 128;
+  CHECK(rejected_field(bad) == "block_n");
+  bad.block_n = 80;
+  bad.num_stages = 3;  // 64 KB of Q and three 80-key K and V stages: 304 KB
+  CHECK(rejected_field(bad) == "num_stages");
   // hdim 64's heuristic tile is the 192-row one; asking for 128 rows or 12 warps gets 128 rows.
   FmhaKernelConfig hd64 = c;
   hd64.hdim_q = hd64.hdim_v = 64;
