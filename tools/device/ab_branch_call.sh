@@ -2,7 +2,9 @@
 # Same-call A/B of a staged branch (tools/device/stage_branch.sh BRANCH) against the current tree
 # (.carry/bin): the branch's gpu tests (SUITES, ';'-separated, under timeouts), then `fmha-jit
 # bench` rows from both builds back to back. ROWS: 'family,hdim,seqlen,batch,hq,hk,mask,det'
-# entries (det: 0 or 1). Run from the repository root with .carry/ staged; logs go to $OUT.
+# entries (det: 0 or 1). ABBA=1 runs each row as current, branch, branch, current, so that a
+# difference that follows the order (clocks, L2 state) shows as one. Run from the repository root
+# with .carry/ staged; logs go to $OUT.
 source "$(dirname "$0")/call_env.sh"
 alt=.carry/alt/${BRANCH:?set BRANCH}
 [ -n "${SUITES:-}" ] && run_gpu_suites $alt/fmha_jit_gpu_tests "$SUITES" 170
@@ -10,7 +12,9 @@ for row in ${ROWS:?set ROWS}; do
   IFS=, read -r fam d s bt hq hk m det <<<"$row"
   flag=""
   [ "$det" = 1 ] && flag=--deterministic
-  for bin in $b/fmha-jit $alt/fmha-jit; do
+  bins="$b/fmha-jit $alt/fmha-jit"
+  [ "${ABBA:-0}" = 1 ] && bins="$bins $alt/fmha-jit $b/fmha-jit"
+  for bin in $bins; do
     echo -n "$(basename "$(dirname "$bin")"): "
     timeout 40 $bin bench --family "$fam" --hdim-q "$d" --seqlen-q "$s" --batch "$bt" --nhead-q "$hq" \
       --nhead-k "$hk" --mask "$m" $flag --repeat 10 --warmup 3 2>&1 | tail -1
