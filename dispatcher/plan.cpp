@@ -98,6 +98,15 @@ int det_group_heads(const FmhaKernelConfig& c, const FmhaProblem& p, int multipr
   return static_cast<int>(std::min<std::int64_t>(multiprocessors / key_tiles, pairs));
 }
 
+int det_asc_pairs(const FmhaKernelConfig& c) {
+  // One under causal masks: the last pair's largest key tiles then start first instead of last
+  // (fmha_bwd_key_tile_cta). Without a mask every key tile has the same work, and sliding windows
+  // were not measured.
+  const bool causal =
+      c.mask == MaskKind::causal_top_left || c.mask == MaskKind::causal_bottom_right;
+  return c.impl == KernelImpl::wgmma_sm90a && causal ? 1 : 0;
+}
+
 BwdWorkspaceLayout bwd_workspace_layout(const FmhaKernelConfig& c, const FmhaProblem& p) {
   BwdWorkspaceLayout w;
   if (c.family != Family::bwd) return w;

@@ -151,6 +151,20 @@ TEST_CASE("plan: how many heads the deterministic backward interleaves", "[plan]
   CHECK(dispatch::det_group_heads(bwd_config(true), problem(), 132) == 1);  // mma_sm80
 }
 
+TEST_CASE("plan: under causal masks the last pair's chain ascends", "[plan]") {
+  auto c = bwd_config(true, "sm_90");
+  CHECK(dispatch::det_asc_pairs(c) == 0);
+  for (MaskKind m : {MaskKind::causal_top_left, MaskKind::causal_bottom_right}) {
+    c.mask = m;
+    CHECK(dispatch::det_asc_pairs(c) == 1);
+  }
+  c.mask = MaskKind::sliding_window;
+  CHECK(dispatch::det_asc_pairs(c) == 0);
+  auto sm80 = bwd_config(true);
+  sm80.mask = MaskKind::causal_top_left;
+  CHECK(dispatch::det_asc_pairs(sm80) == 0);  // its kernel keeps the decreasing order
+}
+
 TEST_CASE("plan: the deterministic Hopper backward's CTA count and key tiles are bounded",
           "[plan]") {
   // 65535 key tiles (16-bit semaphore fields).
