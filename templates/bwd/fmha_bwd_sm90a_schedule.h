@@ -34,13 +34,14 @@
 // Under causal masks the decreasing order launches each pair's smallest key tiles first and its
 // largest (n_block 0, every query tile) last, so the last pair's largest tiles would run nearly
 // alone at the end of the grid. The last det_asc_pairs pairs (the host's choice: one under causal
-// masks) therefore take their chains the other way: increasing key tiles, n_block = k, largest
-// first, as the atomic mode launches them. Their CTAs walk their query tiles downwards and over
-// the query heads innermost (FmhaBwdSm90aWork), so that the CTA before them in the chain, whose
-// extra query tiles are the lowest, reaches every shared tile at the same step. The waits still
-// point to lower linear indices only (the same pair, lower k), which is what the no-deadlock
-// argument of fmha_bwd_sm80.h needs. Which pairs ascend depends on the problem only, so the
-// order of every addition, and dQ bit for bit, does not depend on the GPU's SM count.
+// masks with at most 16 pairs, dispatcher/plan.cpp) therefore take their chains the other way:
+// increasing key tiles, n_block = k, largest first, as the atomic mode launches them. Their CTAs
+// walk their query tiles downwards and over the query heads innermost (FmhaBwdSm90aWork), so
+// that the CTA before them in the chain, whose extra query tiles are the lowest, reaches every
+// shared tile at the same step. The waits still point to lower linear indices only (the same pair,
+// lower k), which is what the no-deadlock argument of fmha_bwd_sm80.h needs. Which pairs ascend
+// depends on the problem only, so the order of every addition, and dQ bit for bit, does not depend
+// on the GPU's SM count.
 struct FmhaBwdKeyTileCta {
   int n_block, hk, b;
   bool ascending;  // deterministic mode: this pair's chain runs in increasing key tiles
