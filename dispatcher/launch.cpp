@@ -156,6 +156,7 @@ FmhaBwdParams make_bwd_params(const FmhaKernelConfig& c, const FmhaProblem& p, c
     params.semaphores = reinterpret_cast<int*>(base + w.semaphores);
   }
   params.det_group_heads = 1;  // the runner sets the device's choice (det_group_heads)
+  params.det_asc_pairs = det_asc_pairs(c, p);
   return params;
 }
 

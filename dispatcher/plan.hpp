@@ -33,6 +33,9 @@ std::vector<StageLaunch> plan_stages(const FmhaKernelConfig& canonical, const Fm
 // rule and why: templates/bwd/fmha_bwd_sm90a_schedule.h, fmha_bwd_key_tile_cta.
 int det_group_heads(const FmhaKernelConfig& canonical, const FmhaProblem& problem,
                     int multiprocessors);
+// Deterministic wgmma_sm90a backward: how many of the last (kv head, batch) pairs take their
+// key-tile chains in increasing order (FmhaBwdParams::det_asc_pairs, same place for why).
+int det_asc_pairs(const FmhaKernelConfig& canonical, const FmhaProblem& problem);
 
 // Byte offsets of the backward's fp32 scratch tensors inside one workspace allocation; each starts
 // on a 256-byte boundary (the alignment cudaMalloc gives, and enough for vector accesses).

@@ -30,11 +30,21 @@
 // earlier: the stagger is paid once. Larger groups would spread the resident CTAs over more
 // heads, and their Q and dO no longer stay in L2 for the other key tiles of the head (all heads
 // in one group measured 0.66 x at hdim 128, S 8192, causal). Under causal masks the chains are
-// staggered by the mask itself (fmha_bwd_sm80.h), and the host keeps one pair per group. The
-// waits still point to lower linear indices only (the same pair, lower k), which is what the
-// no-deadlock argument of fmha_bwd_sm80.h needs.
+// staggered by the mask itself (fmha_bwd_sm80.h), and the host keeps one pair per group.
+// Under causal masks the decreasing order launches each pair's smallest key tiles first and its
+// largest (n_block 0, every query tile) last, so the last pair's largest tiles would run nearly
+// alone at the end of the grid. The last det_asc_pairs pairs (the host's choice: one under causal
+// masks with at most 16 pairs, dispatcher/plan.cpp) therefore take their chains the other way:
+// increasing key tiles, n_block = k, largest first, as the atomic mode launches them. Their CTAs
+// walk their query tiles downwards and over the query heads innermost (FmhaBwdSm90aWork), so
+// that the CTA before them in the chain, whose extra query tiles are the lowest, reaches every
+// shared tile at the same step. The waits still point to lower linear indices only (the same pair,
+// lower k), which is what the no-deadlock argument of fmha_bwd_sm80.h needs. Which pairs ascend
+// depends on the problem only, so the order of every addition, and dQ bit for bit, does not depend
+// on the GPU's SM count.
 struct FmhaBwdKeyTileCta {
   int n_block, hk, b;
+  bool ascending;  // deterministic mode: this pair's chain runs in increasing key tiles
 };
 
 template <bool kDeterministic, int kBlockN>
@@ -50,24 +60,39 @@ FMHA_DEVICE FmhaBwdKeyTileCta fmha_bwd_key_tile_cta(const FmhaBwdParams& p) {
     const int in_group = linear - group * per_group * num_n;
     const int group_pairs = min(per_group, pairs - group * per_group);
     const int pair = group * per_group + in_group % group_pairs;
-    c.n_block = num_n - 1 - in_group / group_pairs;
+    const int k = in_group / group_pairs;
+    c.ascending = pair >= pairs - p.det_asc_pairs;
+    c.n_block = c.ascending ? k : num_n - 1 - k;
     c.hk = pair % f.nhead_k;
     c.b = pair / f.nhead_k;
   } else {
     c.n_block = fmha_block_idx_x();
     c.hk = fmha_block_idx_y();
     c.b = fmha_block_idx_z();
+    c.ascending = false;
   }
   return c;
 }
 
 // ---------------------------------------------------------------------------------------------
-// The CTA's work: key tile, kv head, batch, and the (query head, query tile) pairs it visits,
-// head-major. Every role derives it from the same call, so their loops agree.
+// The CTA's work: key tile, kv head, batch, and the (query head, query tile) pairs it visits:
+// head-major with the query tiles upwards, or, on a deterministic chain in increasing key tiles
+// (fmha_bwd_key_tile_cta), query tiles downwards with the heads innermost. Every role derives it
+// from the same call, so their loops agree. Iteration `it` splits once into an outer and an inner
+// index by `inner` (m_count, or group when ascending): one division per iteration whichever the
+// order; selecting between two orders' divisions cost the non-ascending chains 2-4 % (session 9).
 struct FmhaBwdSm90aWork {
   int n_block, hk, b, group, m_lo, m_count, num_iters;
-  FMHA_DEVICE int head(int it) const { return hk * group + it / m_count; }
-  FMHA_DEVICE int m_block(int it) const { return m_lo + it % m_count; }
+  int inner;  // iterations per outer step: the inner loop's length
+  bool ascending;
+  FMHA_DEVICE int head(int it) const {
+    const int outer = it / inner;
+    return hk * group + (ascending ? it - outer * inner : outer);
+  }
+  FMHA_DEVICE int m_block(int it) const {
+    const int outer = it / inner;
+    return ascending ? m_lo + m_count - 1 - outer : m_lo + it - outer * inner;
+  }
 };
 
 template <class Shape, int kMaskKind, bool kDeterministic>
@@ -78,12 +103,14 @@ FMHA_DEVICE FmhaBwdSm90aWork fmha_bwd_sm90a_work(const FmhaBwdParams& p) {
   w.n_block = cta.n_block;
   w.hk = cta.hk;
   w.b = cta.b;
+  w.ascending = cta.ascending;
   w.group = f.nhead_q / f.nhead_k;
   const FmhaKeyRange m_tiles =
       fmha_bwd_query_tiles<kMaskKind, Shape::kBlockM, Shape::kBlockN>(w.n_block, f);
   w.m_lo = m_tiles.lo;
   w.m_count = m_tiles.hi > m_tiles.lo ? m_tiles.hi - m_tiles.lo : 0;
   w.num_iters = w.group * w.m_count;
+  w.inner = w.ascending ? w.group : max(w.m_count, 1);
   return w;
 }
 
@@ -96,7 +123,8 @@ FMHA_DEVICE FmhaBwdSm90aWork fmha_bwd_sm90a_work(const FmhaBwdParams& p) {
 // keeps key tiles <= 65535.
 
 // The dQ writer: wait until round `round` of the semaphore of (b, h, query tile m_block) counts
-// every key tile after this one that visits the tile (fmha_bwd_key_tiles), so that this CTA's
+// every key tile that visits the tile (fmha_bwd_key_tiles) and comes before this one in the
+// chain's order (the higher key tiles, or the lower on an ascending chain), so that this CTA's
 // reduce-adds come next in the fixed order (num_m: query tiles per head); returns the semaphore,
 // to release (fmha_bwd_sm90a_finish_dq_round) once those adds are complete.
 template <int kMaskKind, int kBlockM, int kBlockN>
@@ -104,7 +132,8 @@ FMHA_DEVICE int* fmha_bwd_sm90a_wait_dq_turn(const FmhaBwdSm90Params& P, const F
                                              int h, int m_block, int num_m, int round) {
   const FmhaFwdParams& f = P.bwd.fwd;
   int* sem = P.bwd.semaphores + (static_cast<fmha_index_t>(w.b) * f.nhead_q + h) * num_m + m_block;
-  const int count = fmha_bwd_key_tiles<kMaskKind, kBlockM, kBlockN>(m_block, f).hi - 1 - w.n_block;
+  const FmhaKeyRange tiles = fmha_bwd_key_tiles<kMaskKind, kBlockM, kBlockN>(m_block, f);
+  const int count = w.ascending ? w.n_block - tiles.lo : tiles.hi - 1 - w.n_block;
   while (((fmha_semaphore_poll(sem) >> (16 * round)) & 0xffff) != count) {
   }
   fmha_fence_proxy_async_global();  // the reductions that follow come after what the wait saw

@@ -59,6 +59,9 @@ struct FmhaBwdParams {
   // Deterministic mode: how many (kv head, batch) pairs share one stretch of the launch order,
   // chain position by chain position (bwd/fmha_bwd_sm90a_schedule.h, fmha_bwd_key_tile_cta); >= 1.
   int det_group_heads;
+  // Deterministic mode: how many of the last pairs take their chains in increasing key-tile order
+  // (fmha_bwd_key_tile_cta); 0 .. pairs.
+  int det_asc_pairs;
 };
 
 // The driver's CUtensorMap: 128 opaque bytes, 64-byte aligned, encoded on the host

@@ -151,6 +151,27 @@ TEST_CASE("plan: how many heads the deterministic backward interleaves", "[plan]
   CHECK(dispatch::det_group_heads(bwd_config(true), problem(), 132) == 1);  // mma_sm80
 }
 
+TEST_CASE("plan: under causal masks the last of at most 16 pairs' chain ascends", "[plan]") {
+  auto c = bwd_config(true, "sm_90");
+  FmhaProblem p = problem();  // 2 kv heads x 3 batches
+  CHECK(dispatch::det_asc_pairs(c, p) == 0);
+  for (MaskKind m : {MaskKind::causal_top_left, MaskKind::causal_bottom_right}) {
+    c.mask = m;
+    CHECK(dispatch::det_asc_pairs(c, p) == 1);
+  }
+  p.nhead_q = p.nhead_k = 8;
+  p.batch = 2;
+  CHECK(dispatch::det_asc_pairs(c, p) == 1);
+  p.batch = 3;  // 24 pairs: the last one's tail is too small a share to gain from it
+  CHECK(dispatch::det_asc_pairs(c, p) == 0);
+  p = problem();
+  c.mask = MaskKind::sliding_window;
+  CHECK(dispatch::det_asc_pairs(c, p) == 0);
+  auto sm80 = bwd_config(true);
+  sm80.mask = MaskKind::causal_top_left;
+  CHECK(dispatch::det_asc_pairs(sm80, p) == 0);  // its kernel keeps the decreasing order
+}
+
 TEST_CASE("plan: the deterministic Hopper backward's CTA count and key tiles are bounded",
           "[plan]") {
   // 65535 key tiles (16-bit semaphore fields).
