@@ -59,10 +59,11 @@ TileShape wgmma_sm90a_fwd_tile(const FmhaKernelConfig& c) {
   // keys hold S 40 + P 20 + O 128. Per key, the O rescale (128 multiplies per thread and tile),
   // the turn barriers and the pipeline waits cost 64 / 80 of what 64-key tiles cost; 80 is also
   // what two stages of K and V fit in shared memory beside Q (225 KB of 227; 96 keys need 257).
-  // Two stages: the next tile's K and V land while this one's MMAs run (160 KB at hdim 128). At hdim 64 a 64 x 128 S tile is too little work per softmax to keep
-  // the tensor cores fed from two consumer warpgroups: 192 query rows (three warpgroups, 16
-  // warps) ran 530.8 TFLOP/s against 429.3 with 128 rows (bf16, S 8192, H200, 2026-12-04), and
-  // ahead at S 2048 and 16384, causal or not. A config may still ask for 128 rows or 12 warps.
+  // Two stages: the next tile's K and V land while this one's MMAs run (160 KB at hdim 128). At
+  // hdim 64 a 64 x 128 S tile is too little work per softmax to keep the tensor cores fed from two
+  // consumer warpgroups: 192 query rows (three warpgroups, 16 warps) ran 530.8 TFLOP/s against
+  // 429.3 with 128 rows (bf16, S 8192, H200, 2026-12-04), and ahead at S 2048 and 16384, causal or
+  // not. A config may still ask for 128 rows or 12 warps.
   if (c.hdim_q >= 256) return {kBlockM, 80, kNumWarps, 2};
   if (c.hdim_q == 64 && c.block_m != kBlockM && c.num_warps != kNumWarps) return {192, 128, 16, 2};
   return {kBlockM, 128, kNumWarps, 2};
@@ -100,11 +101,16 @@ int wgmma_sm90a_smem_bytes(const FmhaKernelConfig& c) {
 }
 
 int wgmma_sm90a_fwd_smem_bytes(const FmhaKernelConfig& c) {
-  // FmhaFwdSm90aShape::kSmemBytes: Q (block_m rows), num_stages K and V tiles, 2 + 4 x num_stages
-  // mbarriers of 8 bytes, and 1 KB to align the base to the swizzle period.
+  // FmhaFwdSm90aShape::kSmemBytes: one or two Q buffers (block_m rows each; two where they fit in
+  // sm_90's 227 KB, so the next tile's Q lands while this one computes), num_stages K and V
+  // tiles, 2 mbarriers of 8 bytes per Q buffer and 4 per stage, and 1 KB to align the base to the
+  // swizzle period.
   const int q = c.block_m * c.hdim_q * 2;
   const int kv = c.block_n * c.hdim_q * 2;
-  return q + 2 * c.num_stages * kv + (2 + 4 * c.num_stages) * 8 + 1024;
+  const auto bytes = [&](int q_buffers) {
+    return q_buffers * q + 2 * c.num_stages * kv + (2 * q_buffers + 4 * c.num_stages) * 8 + 1024;
+  };
+  return bytes(2) <= 227 * 1024 ? bytes(2) : bytes(1);
 }
 
 void check_wgmma_sm90a_bwd_tile(const ArchInfo& arch, const FmhaKernelConfig& c) {
@@ -149,8 +155,8 @@ void check_wgmma_sm90a_fwd_tile(const ArchInfo& arch, const FmhaKernelConfig& c)
   }
   // hdim 256 with 128-key tiles needs O 128 + S 64 + P 32 registers: more than a consumer has;
   // 80 keys fit there (wgmma N 80), and would only add instructions per key at smaller hdims.
-  const bool block_n_ok = c.hdim_q > 128 ? c.block_n == 64 || c.block_n == 80
-                                         : c.block_n == 64 || c.block_n == 128;
+  const bool block_n_ok =
+      c.hdim_q > 128 ? c.block_n == 64 || c.block_n == 80 : c.block_n == 64 || c.block_n == 128;
   if (!block_n_ok) {
     reject("block_n", c.block_n,
            c.hdim_q > 128 ? "0 (heuristic), 64, 80 (impl wgmma_sm90a, hdim 256)"

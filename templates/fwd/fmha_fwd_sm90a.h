@@ -6,8 +6,9 @@
 //           the list num_m_blocks x nhead_q x batch per round (fmha_fwd_sm90a_tile_index/_tile)
 //   block = 128 (1 + kBlockM / 64) threads: warpgroup 0 produces (one thread issues every copy),
 //           warpgroups 1 .. kBlockM / 64 consume, 64 query rows each (kBlockM = 128 or 192)
-//   dynamic shared memory = FmhaFwdSm90aShape::kSmemBytes (Q, kStages K and V stages, barriers,
-//           1 KB to align the 128-byte-swizzled tiles to the 1024-byte period of the pattern)
+//   dynamic shared memory = FmhaFwdSm90aShape::kSmemBytes (kQStages Q buffers, kStages K and V
+//           stages, barriers, 1 KB to align the 128-byte-swizzled tiles to the 1024-byte period
+//           of the pattern)
 //   parameter: `const __grid_constant__ FmhaFwdSm90Params` (the copies read the tensor maps in
 //           place; a copy of them in registers or local memory would not be a valid map address)
 //
@@ -24,8 +25,12 @@
 //
 // Pipeline: full barriers count the bytes TMA delivers (one arrival: the producer's expect-tx);
 // empty barriers count one arrival per consumer warp (8) once its MMAs no longer read the slot.
-// Q has a full barrier and an empty one: the O tile of a finished tile is staged in the Q region
-// and stored by TMA, and the next tile's Q may land only after that store has read it.
+// Each Q buffer has a full barrier and an empty one: the O tile of a finished tile is staged in
+// its Q buffer and stored by TMA, and a later tile's Q may land there only after that store has
+// read it. With two Q buffers (where shared memory has room: hdim <= 128) the next tile's Q lands
+// while this one computes, and each consumer confirms the store's read under the next tile's
+// first MMA; with one, a tile's Q load waits for the previous tile's store, and every tile starts
+// with that round trip (it dominates short tiles: S 512).
 #pragma once
 
 #include "common/copy_sm80.h"
@@ -51,10 +56,15 @@ struct FmhaFwdSm90aShape {
     kKVSlabBytes = kBlockN * 128,
     kQBytes = kSlabs * kQSlabBytes,
     kKVBytes = kSlabs * kKVSlabBytes,  // one stage of K (or of V)
-    kKOffset = kQBytes,
+    // Two Q buffers when they fit in sm_90's 227 KB beside the K and V stages (and their two
+    // extra barriers). Mirrored by codegen::wgmma_sm90a_fwd_smem_bytes.
+    kQStages =
+        2 * kQBytes + 2 * kStages * kKVBytes + (4 + 4 * kStages) * 8 + 1024 <= 227 * 1024 ? 2 : 1,
+    kKOffset = kQStages * kQBytes,
     kVOffset = kKOffset + kStages * kKVBytes,
     kBarOffset = kVOffset + kStages * kKVBytes,
-    kBarriers = 2 + 4 * kStages,  // q_full, q_empty, then k_full, k_empty, v_full, v_empty
+    // q_full, q_empty per Q buffer, then k_full, k_empty, v_full, v_empty per K/V stage
+    kBarriers = 2 * kQStages + 4 * kStages,
     kSmemBytes = kBarOffset + kBarriers * 8 + 1024,
     kNT = kBlockN / 8,                // n8 score fragments per warp row block
     kON = kHdim < 128 ? kHdim : 128,  // N of one P V instruction (wgmma takes N <= 256; 128
@@ -127,9 +137,9 @@ FMHA_DEVICE int fmha_fwd_sm90a_tile_index(int round) {
 template <class Shape>
 struct FmhaFwdSm90aBarriers {
   unsigned base;
-  FMHA_DEVICE unsigned q_full() const { return base; }
-  FMHA_DEVICE unsigned q_empty() const { return base + 8; }
-  FMHA_DEVICE unsigned k_full(int s) const { return base + 16 + 8 * s; }
+  FMHA_DEVICE unsigned q_full(int s) const { return base + 8 * s; }
+  FMHA_DEVICE unsigned q_empty(int s) const { return q_full(Shape::kQStages + s); }
+  FMHA_DEVICE unsigned k_full(int s) const { return base + 16 * Shape::kQStages + 8 * s; }
   FMHA_DEVICE unsigned k_empty(int s) const { return k_full(Shape::kStageCount + s); }
   FMHA_DEVICE unsigned v_full(int s) const { return k_full(2 * Shape::kStageCount + s); }
   FMHA_DEVICE unsigned v_empty(int s) const { return k_full(3 * Shape::kStageCount + s); }
@@ -154,12 +164,16 @@ FMHA_DEVICE void fmha_fwd_sm90a_produce(const FmhaFwdSm90Params& P, unsigned sme
     const int m0 = m_block * Shape::kBlockM;
     const FmhaBlockKeys keys = fmha_block_keys<kMaskKind, Shape::kBlockM, Shape::kNT * 8>(m0, p);
 
-    if (iter > 0) fmha_mbarrier_wait(bars.q_empty(), (iter - 1) & 1);
+    // Use iter / kQStages of Q buffer qs: the store of its use before must have read it.
+    const int qs = iter % Shape::kQStages;
+    const int q_use = iter / Shape::kQStages;
+    if (q_use > 0) fmha_mbarrier_wait(bars.q_empty(qs), (q_use - 1) & 1);
     // Rows past seqlen_q arrive as zeros; the full box counts towards the transaction bytes.
-    fmha_mbarrier_arrive_expect_tx(bars.q_full(), Shape::kQBytes);
+    fmha_mbarrier_arrive_expect_tx(bars.q_full(qs), Shape::kQBytes);
 #pragma unroll
     for (int sl = 0; sl < Shape::kSlabs; ++sl) {
-      fmha_tma_load_4d(smem_q + sl * Shape::kQSlabBytes, P.q_map, bars.q_full(), sl * 64, m0, h, b);
+      fmha_tma_load_4d(smem_q + qs * Shape::kQBytes + sl * Shape::kQSlabBytes, P.q_map,
+                       bars.q_full(qs), sl * 64, m0, h, b);
     }
     for (int n_block = keys.n_block_begin; n_block < keys.n_block_end; ++n_block) {
       const int n0 = n_block * Shape::kNT * 8;
@@ -296,15 +310,26 @@ FMHA_DEVICE void fmha_fwd_sm90a_consume(const FmhaFwdSm90Params& P, unsigned sme
       }
     };
 
-    fmha_mbarrier_wait(bars.q_full(), iter & 1);
+    // This tile's Q buffer; with two, the previous tile's O store still reads the other one
+    // until its storing thread confirms the read (release_previous_q).
+    const int qs = iter % Shape::kQStages;
+    const unsigned q_buf = smem_q + qs * Shape::kQBytes;
+    auto release_previous_q = [&]() {
+      if (Shape::kQStages == 2 && iter > 0 && fmha_thread_idx() % 128 == 0) {
+        fmha_bulk_wait_group_read<0>();
+        fmha_mbarrier_arrive(bars.q_empty(qs ^ 1));
+      }
+    };
+    fmha_mbarrier_wait(bars.q_full(qs), (iter / Shape::kQStages) & 1);
     if (keys.n_block_end > keys.n_block_begin) {
       // Key tile 0: S only.
       fmha_mbarrier_wait(bars.k_full(ring.slot), ring.phase);
       fmha_named_barrier_sync(turn_mine, 256);
       fmha_wgmma_fence();
-      Mma::qk(s_flat, smem_q, wg_row0, smem_k + ring.slot * Shape::kKVBytes);
+      Mma::qk(s_flat, q_buf, wg_row0, smem_k + ring.slot * Shape::kKVBytes);
       fmha_wgmma_commit();
       fmha_named_barrier_arrive(turn_other, 256);
+      release_previous_q();  // under the MMA
       fmha_wgmma_wait<0>();
       fmha_wgmma_fence_operands(s_flat);
       fmha_fwd_sm90a_release(bars.k_empty(ring.slot));
@@ -319,7 +344,7 @@ FMHA_DEVICE void fmha_fwd_sm90a_consume(const FmhaFwdSm90Params& P, unsigned sme
         fmha_mbarrier_wait(bars.v_full(prev.slot), prev.phase);
         fmha_named_barrier_sync(turn_mine, 256);
         fmha_wgmma_fence();
-        Mma::qk(s_flat, smem_q, wg_row0, smem_k + ring.slot * Shape::kKVBytes);
+        Mma::qk(s_flat, q_buf, wg_row0, smem_k + ring.slot * Shape::kKVBytes);
         fmha_wgmma_commit();
         Mma::pv(o, pa, smem_v + prev.slot * Shape::kKVBytes);
         fmha_wgmma_commit();
@@ -354,10 +379,12 @@ FMHA_DEVICE void fmha_fwd_sm90a_consume(const FmhaFwdSm90Params& P, unsigned sme
 #pragma unroll
       for (int c = 0; c < kOChunks; ++c) fmha_wgmma_fence_operands(o[c]);
       fmha_fwd_sm90a_release(bars.v_empty(prev.slot));
+    } else {
+      release_previous_q();
     }
 
     // Epilogue: normalise, write the LSE, stage O as 16 bits in this warpgroup's rows of the Q
-    // region (the same swizzled slabs the O tensor map describes), then one thread stores it.
+    // buffer (the same swizzled slabs the O tensor map describes), then one thread stores it.
     float inv_sum[2];
     float lse[2];
     softmax.finalize(scale_log2, inv_sum, lse);
@@ -371,7 +398,7 @@ FMHA_DEVICE void fmha_fwd_sm90a_consume(const FmhaFwdSm90Params& P, unsigned sme
 #pragma unroll
         for (int j = 0; j < kON / 8; ++j) {
           const int col = c * kON + j * 8;
-          const unsigned addr = smem_q + (col / 64) * Shape::kQSlabBytes + r * 128 +
+          const unsigned addr = q_buf + (col / 64) * Shape::kQSlabBytes + r * 128 +
                                 ((((col % 64) / 8) ^ (r & 7)) << 4) + (lane & 3) * 4;
           fmha_st_shared_b32(addr, Pack::pack(o[c][4 * j + 2 * hf] * inv_sum[hf],
                                               o[c][4 * j + 2 * hf + 1] * inv_sum[hf]));
@@ -388,12 +415,14 @@ FMHA_DEVICE void fmha_fwd_sm90a_consume(const FmhaFwdSm90Params& P, unsigned sme
       // Rows past seqlen_q fall outside the O tensor map and are not written.
 #pragma unroll
       for (int sl = 0; sl < Shape::kSlabs; ++sl) {
-        fmha_tma_store_4d(P.o_map, smem_q + sl * Shape::kQSlabBytes + wg_row0 * 128, sl * 64,
+        fmha_tma_store_4d(P.o_map, q_buf + sl * Shape::kQSlabBytes + wg_row0 * 128, sl * 64,
                           m0 + wg_row0, h, b);
       }
       fmha_bulk_commit_group();
-      fmha_bulk_wait_group_read<0>();  // the next tile's Q may overwrite the staging rows
-      fmha_mbarrier_arrive(bars.q_empty());
+      if (Shape::kQStages == 1) {
+        fmha_bulk_wait_group_read<0>();  // the next tile's Q may overwrite the staging rows
+        fmha_mbarrier_arrive(bars.q_empty(0));
+      }
     }
   }
   if (fmha_thread_idx() % 128 == 0) fmha_bulk_wait_group<0>();
@@ -413,9 +442,12 @@ FMHA_DEVICE void fmha_fwd_sm90a(const FmhaFwdSm90Params& P, char* smem_raw) {
     fmha_tma_prefetch_map(P.k_map);
     fmha_tma_prefetch_map(P.v_map);
     fmha_tma_prefetch_map(P.o_map);
-    fmha_mbarrier_init(bars.q_full(), 1);
-    // One arrival per consumer warpgroup (its storing thread).
-    fmha_mbarrier_init(bars.q_empty(), Shape::kConsumers);
+#pragma unroll
+    for (int s = 0; s < Shape::kQStages; ++s) {
+      fmha_mbarrier_init(bars.q_full(s), 1);
+      // One arrival per consumer warpgroup (its storing thread).
+      fmha_mbarrier_init(bars.q_empty(s), Shape::kConsumers);
+    }
 #pragma unroll
     for (int s = 0; s < kStages; ++s) {
       fmha_mbarrier_init(bars.k_full(s), 1);

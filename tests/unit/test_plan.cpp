@@ -98,8 +98,20 @@ TEST_CASE("plan: the Hopper forward is persistent, one CTA per SM at most", "[pl
   CHECK(stages[0].grid.x == 132);
   CHECK(stages[0].grid.y == 1);
   CHECK(stages[0].block.x == 384);  // a producer and two consumer warpgroups
-  // Q 32 KB, two stages of K and V 32 KB each, 10 barriers, 1 KB of alignment.
-  CHECK(stages[0].dynamic_smem_bytes == 32768 + 4 * 32768 + 80 + 1024);
+  // Two Q buffers of 32 KB, two stages of K and V 32 KB each, 12 barriers, 1 KB of alignment.
+  CHECK(stages[0].dynamic_smem_bytes == 2 * 32768 + 4 * 32768 + 96 + 1024);
+  // Three stages leave room for one Q buffer only (14 barriers).
+  auto three = c;
+  three.num_stages = 3;
+  CHECK(dispatch::plan_stages(three, problem(), 132)[0].dynamic_smem_bytes ==
+        32768 + 6 * 32768 + 112 + 1024);
+  // hdim 256: Q 64 KB and two stages of 80-key K and V tiles (40 KB each) fill 225 KB.
+  auto hd256 = c;
+  hd256.hdim_q = hd256.hdim_v = 256;
+  hd256.block_n = 0;
+  hd256 = canonicalize(hd256);
+  CHECK(dispatch::plan_stages(hd256, problem(), 132)[0].dynamic_smem_bytes ==
+        65536 + 4 * 40960 + 80 + 1024);
   CHECK(dispatch::plan_stages(c, problem(), 0)[0].grid.x == tiles);
   CHECK(dispatch::plan_stages(c, problem(), 1000)[0].grid.x == tiles);
 }
