@@ -6,7 +6,8 @@ Runs, one after the other on the same machine state:
   2. anchor_sdpa.py (../shared/tools): torch flash (FA2) and cuDNN, forward and backward;
   3. anchor_sdpa.py --deterministic --backend flash: torch flash's deterministic backward;
   4. anchor_gqa.py: torch on the GQA rows (32 query heads on 8 kv heads, hdim 128);
-then writes <out>.md (the BENCHMARKS.md tables) and <out>.json (every row).
+then writes <out>.md (the BENCHMARKS.md tables) and <out>.json (every row). With --from-json
+<out>.json it only renders <out>.md again (a device call may bring back too few files).
 
 Grid (FlashAttention's convention): dtype bf16, fp16; hdim 64, 128, 256; seqlen 512, 2048, 8192,
 16384; causal and not; batch = tokens / seqlen, heads = model_dim / hdim; plus GQA 32:8 at
@@ -31,43 +32,8 @@ def ratio(a, b):
     return f"{a / b:.2f}" if isinstance(a, (int, float)) and isinstance(b, (int, float)) and b else "n/a"
 
 
-def main():
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--fmha-jit", required=True)
-    p.add_argument("--anchor", required=True, help="anchor_sdpa.py")
-    p.add_argument("--gqa-anchor", default=os.path.join(os.path.dirname(__file__), "anchor_gqa.py"))
-    p.add_argument("--dtype", nargs="+", default=["bf16", "fp16"])
-    p.add_argument("--hdim", nargs="+", type=int, default=[64, 128, 256])
-    p.add_argument("--seqlen", nargs="+", type=int, default=[512, 2048, 8192, 16384])
-    p.add_argument("--gqa", default="32:8", help="Hq:Hk of the GQA rows at hdim 128 ('' for none)")
-    p.add_argument("--tokens", type=int, default=16384)
-    p.add_argument("--model-dim", type=int, default=2048)
-    p.add_argument("--repeat", type=int, default=10)
-    p.add_argument("--warmup", type=int, default=3)
-    p.add_argument("--fwd-also", default="",
-                   help="a second forward impl measured next to auto's (e.g. mma_sm80 on Hopper, "
-                        "where auto picks wgmma_sm90a): its own columns in the table")
-    p.add_argument("--fwd-impl", default="auto",
-                   help="impl of the main forward rows (auto unless it must be avoided)")
-    p.add_argument("--out", required=True, help="prefix of the files written")
-    a = p.parse_args()
-
-    grid = {"dtype": a.dtype, "hdim": a.hdim, "seqlen": a.seqlen, "causal": [False, True],
-            "tokens": a.tokens, "model_dim": a.model_dim}
-    main_fwd = {"family": "fwd"} if a.fwd_impl == "auto" else {"family": "fwd", "impl": a.fwd_impl}
-    sweep = [dict(grid, **main_fwd), dict(grid, family="bwd"),
-             dict(grid, family="bwd", deterministic=True)]
-    if a.fwd_also:
-        sweep.append(dict(grid, family="fwd", impl=a.fwd_also))
-    hq = hk = None
-    if a.gqa:
-        hq, hk = map(int, a.gqa.split(":"))
-        gqa = {"dtype": a.dtype, "hdim": 128, "seqlen": a.seqlen, "causal": [False, True],
-               "tokens": a.tokens, "nhead_q": hq, "nhead_k": hk}
-        sweep += [dict(gqa, **main_fwd), dict(gqa, family="bwd"),
-                  dict(gqa, family="bwd", deterministic=True)]
-        if a.fwd_also:
-            sweep.append(dict(gqa, family="fwd", impl=a.fwd_also))
+def measure(a, sweep, hq, hk):
+    """Runs fmha-jit's sweep and torch's anchors; returns (ours, torch, torch_det, torch_gqa)."""
     sweep_file = a.out + "_sweep.json"
     with open(sweep_file, "w") as f:
         json.dump(sweep, f)
@@ -90,6 +56,54 @@ def main():
              "--nhead-k", str(hk), "--seqlen", *map(str, a.seqlen), "--tokens", str(a.tokens),
              *common, "--json", a.out + "_torch_gqa.json"])
         gqa_rows = json.load(open(a.out + "_torch_gqa.json"))
+    return ours, torch_rows, det_rows, gqa_rows
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--fmha-jit", required=True)
+    p.add_argument("--anchor", required=True, help="anchor_sdpa.py")
+    p.add_argument("--gqa-anchor", default=os.path.join(os.path.dirname(__file__), "anchor_gqa.py"))
+    p.add_argument("--dtype", nargs="+", default=["bf16", "fp16"])
+    p.add_argument("--hdim", nargs="+", type=int, default=[64, 128, 256])
+    p.add_argument("--seqlen", nargs="+", type=int, default=[512, 2048, 8192, 16384])
+    p.add_argument("--gqa", default="32:8", help="Hq:Hk of the GQA rows at hdim 128 ('' for none)")
+    p.add_argument("--tokens", type=int, default=16384)
+    p.add_argument("--model-dim", type=int, default=2048)
+    p.add_argument("--repeat", type=int, default=10)
+    p.add_argument("--warmup", type=int, default=3)
+    p.add_argument("--fwd-also", default="",
+                   help="a second forward impl measured next to auto's (e.g. mma_sm80 on Hopper, "
+                        "where auto picks wgmma_sm90a): its own columns in the table")
+    p.add_argument("--fwd-impl", default="auto",
+                   help="impl of the main forward rows (auto unless it must be avoided)")
+    p.add_argument("--out", required=True, help="prefix of the files written")
+    p.add_argument("--from-json", help="render the tables from a grid's .json (this script's "
+                   "combined output) instead of measuring; the same grid flags must be given")
+    a = p.parse_args()
+
+    grid = {"dtype": a.dtype, "hdim": a.hdim, "seqlen": a.seqlen, "causal": [False, True],
+            "tokens": a.tokens, "model_dim": a.model_dim}
+    main_fwd = {"family": "fwd"} if a.fwd_impl == "auto" else {"family": "fwd", "impl": a.fwd_impl}
+    sweep = [dict(grid, **main_fwd), dict(grid, family="bwd"),
+             dict(grid, family="bwd", deterministic=True)]
+    if a.fwd_also:
+        sweep.append(dict(grid, family="fwd", impl=a.fwd_also))
+    hq = hk = None
+    if a.gqa:
+        hq, hk = map(int, a.gqa.split(":"))
+        gqa = {"dtype": a.dtype, "hdim": 128, "seqlen": a.seqlen, "causal": [False, True],
+               "tokens": a.tokens, "nhead_q": hq, "nhead_k": hk}
+        sweep += [dict(gqa, **main_fwd), dict(gqa, family="bwd"),
+                  dict(gqa, family="bwd", deterministic=True)]
+        if a.fwd_also:
+            sweep.append(dict(gqa, family="fwd", impl=a.fwd_also))
+    if a.from_json:
+        saved = json.load(open(a.from_json))
+        ours, torch_rows, det_rows = saved["ours"], saved["torch"], saved["torch_det"]
+        gqa_rows = saved["torch_gqa"]
+    else:
+        ours, torch_rows, det_rows, gqa_rows = measure(a, sweep, hq, hk)
 
     tdt = {"bf16": "bfloat16", "fp16": "float16"}
 
@@ -165,10 +179,16 @@ def main():
                         f"{ratio(f_o, f_cd)} | {fmt(b_o)} | {fmt(b_fl)} | {fmt(b_cd)} | {ratio(b_o, b_fl)} | "
                         f"{ratio(b_o, b_cd)} | {fmt(d_o)} | n/a | n/a | {ratio(d_o, b_o)} |"
                         + also(dt, 128, s, c, f_fl, hk))
-    header = (f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC, "
-              f"{ours[0].get('gpu', '?') if ours else '?'}; command: {' '.join(sys.argv)}\n\n")
+    when = f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC"
+    if a.from_json:
+        when = f"rendered {when} from {a.from_json}"
+    header = (f"{when}, {ours[0].get('gpu', '?') if ours else '?'}; command: {' '.join(sys.argv)}"
+              "\n\n")
     with open(a.out + ".md", "w") as f:
         f.write(header + "\n".join(lines) + "\n")
+    if a.from_json:
+        print(header + "\n".join(lines))
+        return
     with open(a.out + ".json", "w") as f:
         json.dump({"ours": ours, "torch": torch_rows, "torch_det": det_rows, "torch_gqa": gqa_rows}, f,
                   indent=1)
