@@ -102,8 +102,9 @@ int det_asc_pairs(const FmhaKernelConfig& c, const FmhaProblem& p) {
   // One under causal masks when there are at most 16 (kv head, batch) pairs: the last pair's
   // largest key tiles then start first instead of last (fmha_bwd_key_tile_cta). The tail they
   // cut is a share of the kernel that grows as pairs get fewer: with 8 or 16 pairs it measured
-  // +3 to +6 % (bf16, H200, session 9: GQA S 8192 / 16384, hdim 256 S 8192 / 16384); with 32 or
-  // more, -3.5 to +1.6 %, within the noise of one call. Without a mask every key tile has the
+  // +3 to +10 % (bf16, H200, session 9: GQA S 8192 / 16384, hdim 256 S 8192 / 16384); with 32
+  // or more, -3.5 to +1.6 %, measured in a build whose work order cost ~4 % by itself (two
+  // divisions per iteration, since one), not re-measured. Without a mask every key tile has the
   // same work, and sliding windows were not measured.
   constexpr std::int64_t kMaxPairs = 16;
   const bool causal =
