@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "codegen/tile_shapes.hpp"
 #include "fmha_jit/error.hpp"
 
 namespace fmha_jit::codegen {
@@ -81,6 +82,16 @@ std::string wgmma_sm90a_stage_call(const FmhaKernelConfig& c, StageRole role) {
   return "";
 }
 
+// The shape whose kSmemBytes a Hopper kernel's main stage lays out. The launch allocates
+// wgmma_sm90a_smem_bytes (codegen/sm90a_tile_shapes.cpp), a mirror of that layout, so the entry
+// asserts at compile time that the two agree: a mirror that drifts fails every compile of the
+// kernel instead of letting TMA write past the allocation.
+std::string wgmma_sm90a_shape_type(const FmhaKernelConfig& c) {
+  if (c.family == Family::fwd) return "FmhaFwdSm90aShape<kHdimQ, kBlockM, kBlockN, kStages>";
+  if (c.hdim_q == 256) return "FmhaBwdSm90aHd256Shape<kStages>";
+  return "FmhaBwdSm90aShape<kHdimQ, kBlockM, kStages>";
+}
+
 // The header that defines the stage templates of an implementation.
 const char* family_header(const FmhaKernelConfig& c) {
   if (c.impl == KernelImpl::wgmma_sm90a) {
@@ -134,6 +145,12 @@ RenderedEntry render_entry(const FmhaKernelConfig& c) {
   constant("int", "kStages", std::to_string(c.num_stages));
   constant("int", "kThreads", std::to_string(threads));
   s += "}  // namespace\n";
+  if (c.impl == KernelImpl::wgmma_sm90a) {
+    s += "static_assert(" + wgmma_sm90a_shape_type(c) +
+         "::kSmemBytes == " + std::to_string(wgmma_sm90a_smem_bytes(c)) +
+         ",\n              \"the launch's shared memory (codegen/sm90a_tile_shapes.cpp) differs "
+         "from the kernel's layout\");\n";
+  }
   for (StageRole role : stage_roles(c)) {
     const std::string symbol = kernel_symbol(c, role);
     // The Hopper kernels take their tensor maps as a __grid_constant__ parameter (the copies
