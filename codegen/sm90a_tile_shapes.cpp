@@ -59,11 +59,12 @@ TileShape wgmma_sm90a_fwd_tile(const FmhaKernelConfig& c) {
   // keys hold S 40 + P 20 + O 128. Per key, the O rescale (128 multiplies per thread and tile),
   // the turn barriers and the pipeline waits cost 64 / 80 of what 64-key tiles cost; 80 is also
   // what two stages of K and V fit in shared memory beside Q (225 KB of 227; 96 keys need 257).
-  // Two stages: the next tile's K and V land while this one's MMAs run (160 KB at hdim 128). At
-  // hdim 64 a 64 x 128 S tile is too little work per softmax to keep the tensor cores fed from two
-  // consumer warpgroups: 192 query rows (three warpgroups, 16 warps) ran 530.8 TFLOP/s against
-  // 429.3 with 128 rows (bf16, S 8192, H200, 2026-12-04), and ahead at S 2048 and 16384, causal or
-  // not. A config may still ask for 128 rows or 12 warps.
+  // Two stages: the next tile's K and V land while this one's MMAs run (160 KB at hdim 128, and
+  // a second Q buffer: wgmma_sm90a_fwd_smem_bytes). At hdim 64 a 64 x 128 S tile is too little
+  // work per softmax to keep the tensor cores fed from two consumer warpgroups: 192 query rows
+  // (three warpgroups, 16 warps) ran 530.8 TFLOP/s against 429.3 with 128 rows (bf16, S 8192,
+  // H200, 2026-12-04), and ahead at S 2048 and 16384, causal or not. A config may still ask for
+  // 128 rows or 12 warps.
   if (c.hdim_q >= 256) return {kBlockM, 80, kNumWarps, 2};
   if (c.hdim_q == 64 && c.block_m != kBlockM && c.num_warps != kNumWarps) return {192, 128, 16, 2};
   return {kBlockM, 128, kNumWarps, 2};
