@@ -54,11 +54,10 @@ std::vector<StageLaunch> plan_stages(const FmhaKernelConfig& c, const FmhaProble
                                       u32(p.batch)};
     // The deterministic Hopper kernels order their CTAs themselves, in one dimension (templates/
     // bwd/fmha_bwd_sm90a_schedule.h, fmha_bwd_key_tile_cta); check_problem bounds their count.
-    const std::int64_t key_tiles = (p.seqlen_k + c.block_n - 1) / c.block_n;
-    const device::Dim3 per_key_tile =
-        c.deterministic && c.impl == KernelImpl::wgmma_sm90a
-            ? device::Dim3{u32(key_tiles * p.nhead_k * p.batch), 1, 1}
-            : device::Dim3{u32(key_tiles), u32(p.nhead_k), u32(p.batch)};
+    const std::int64_t tiles = key_tiles(c, p);
+    const device::Dim3 per_key_tile = c.deterministic && c.impl == KernelImpl::wgmma_sm90a
+                                          ? device::Dim3{u32(tiles * p.nhead_k * p.batch), 1, 1}
+                                          : device::Dim3{u32(tiles), u32(p.nhead_k), u32(p.batch)};
     for (codegen::StageRole role : codegen::stage_roles(c)) {
       const bool per_key = role == codegen::StageRole::bwd_dq_dk_dv;
       stages.push_back({role,
@@ -86,16 +85,20 @@ std::vector<StageLaunch> plan_stages(const FmhaKernelConfig& c, const FmhaProble
   return stages;
 }
 
+std::int64_t key_tiles(const FmhaKernelConfig& c, const FmhaProblem& p) {
+  return (p.seqlen_k + c.block_n - 1) / c.block_n;
+}
+
 int det_group_heads(const FmhaKernelConfig& c, const FmhaProblem& p, int multiprocessors) {
   // Without a mask, as many pairs as fill the GPU chain by chain; with one, one pair (the mask
   // staggers the chains already). fmha_bwd_key_tile_cta has the measurements.
-  const std::int64_t key_tiles = (p.seqlen_k + c.block_n - 1) / c.block_n;
+  const std::int64_t tiles = key_tiles(c, p);
   if (c.impl != KernelImpl::wgmma_sm90a || c.mask != MaskKind::none || multiprocessors <= 0 ||
-      key_tiles >= multiprocessors) {
+      tiles >= multiprocessors) {
     return 1;
   }
   const std::int64_t pairs = static_cast<std::int64_t>(p.nhead_k) * p.batch;
-  return static_cast<int>(std::min<std::int64_t>(multiprocessors / key_tiles, pairs));
+  return static_cast<int>(std::min<std::int64_t>(multiprocessors / tiles, pairs));
 }
 
 int det_asc_pairs(const FmhaKernelConfig& c, const FmhaProblem& p) {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <vector>
 
 #include "codegen/kernel_name.hpp"
@@ -22,6 +23,10 @@ struct StageLaunch {
 // Dynamic shared memory of one stage; it depends on the config only, so the runner raises the
 // driver's limit once per module load rather than per launch.
 unsigned stage_dynamic_smem_bytes(const FmhaKernelConfig& canonical, codegen::StageRole role);
+
+// Key tiles of block_n keys a kv head's sequence spans: the backward's stage-2 CTAs per
+// (kv head, batch) pair.
+std::int64_t key_tiles(const FmhaKernelConfig& canonical, const FmhaProblem& problem);
 
 // Stages in launch order, matching codegen::stage_roles(config). `multiprocessors` bounds the
 // grid of the persistent kernels (wgmma_sm90a); 0 launches one CTA per tile.
