@@ -71,9 +71,11 @@ TileShape wgmma_sm90a_fwd_tile(const FmhaKernelConfig& c) {
 }
 
 TileShape wgmma_sm90a_bwd_tile(const FmhaKernelConfig& c) {
-  // Two Q/dO stages: the next tile lands while this one's five GEMMs run (~195 KB of 227); at
-  // hdim 256 two Q stages and one dO stage (~226 KB).
-  return {bwd_block_m(c.hdim_q), bwd_block_n(c.hdim_q), kNumWarps, 2};
+  // Two Q/dO stages: the next tile lands while this one's five GEMMs run (~195 KB of 227). At
+  // hdim 256 one Q stage and one dO stage, and the 32 KB a second Q stage would take hold a
+  // second dQ block per consumer warpgroup (~226 KB either way): the deterministic mode's
+  // second dQ round then no longer waits for the first round's writer to take its turn.
+  return {bwd_block_m(c.hdim_q), bwd_block_n(c.hdim_q), kNumWarps, c.hdim_q == 256 ? 1 : 2};
 }
 
 int wgmma_sm90a_bwd_smem_bytes(const FmhaKernelConfig& c) {
@@ -83,11 +85,14 @@ int wgmma_sm90a_bwd_smem_bytes(const FmhaKernelConfig& c) {
   const int dq = 64 * 64 * 4;
   if (c.hdim_q == 256) {
     // FmhaBwdSm90aHd256Shape::kSmemBytes: K and V (64 keys), num_stages Q tiles and one dO tile,
-    // P^T and dS^T (64 x 64, 16-bit), two 8 KB exchange buffers, two fp32 dQ blocks,
-    // num_stages LSE rows and one D row, 1 + 2 x num_stages + 8 mbarriers, 1 KB of alignment.
+    // P^T and dS^T (64 x 64, 16-bit), two 8 KB exchange buffers, 3 - num_stages fp32 dQ blocks
+    // per consumer warpgroup, num_stages LSE rows and one D row, 1 + 2 x num_stages + 6 +
+    // 2 x dQ blocks mbarriers, 1 KB of alignment.
     const int tile = block_n * c.block_m * 2;
-    return 2 * kv + (c.num_stages + 1) * q + 2 * tile + 2 * 8192 + 2 * dq +
-           (c.num_stages + 1) * c.block_m * 4 + (1 + 2 * c.num_stages + 8) * 8 + 1024;
+    const int dq_buffers = 3 - c.num_stages;
+    return 2 * kv + (c.num_stages + 1) * q + 2 * tile + 2 * 8192 + 2 * dq_buffers * dq +
+           (c.num_stages + 1) * c.block_m * 4 + (1 + 2 * c.num_stages + 6 + 2 * dq_buffers) * 8 +
+           1024;
   }
   // FmhaBwdSm90aShape::kSmemBytes: K and V (128 keys), num_stages Q and dO tiles, two halves of
   // dS^T (128 keys x block_m), two fp32 dQ blocks (64 x 64), num_stages LSE and D rows,

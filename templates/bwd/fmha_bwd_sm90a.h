@@ -98,6 +98,9 @@ struct FmhaBwdSm90aShape {
   // and query tile, so round is always 0 here): first row, first column.
   FMHA_DEVICE static int dq_row0(int w) { return kDqByRows ? 64 * w : 0; }
   FMHA_DEVICE static int dq_col0(int w, int /*round*/) { return kDqByRows ? 0 : 64 * w; }
+  FMHA_DEVICE static int dq_block_offset(int w, int /*round*/) {
+    return kDqOffset + w * kDqBlockBytes;
+  }
   static_assert(kHdim == 64 || kHdim == 128, "hdim 64 or 128");
   static_assert((kTileM == 128 && kHdim == 64) || (kTileM == 64 && kHdim == 128),
                 "each warpgroup's dQ block is 64 x 64");
@@ -115,7 +118,9 @@ struct FmhaBwdSm90aBarriers {
   FMHA_DEVICE unsigned dq_full(int w, int /*round*/ = 0) const {
     return q_full(3 * Shape::kStageCount + w);
   }
-  FMHA_DEVICE unsigned dq_empty(int w) const { return q_full(3 * Shape::kStageCount + 2 + w); }
+  FMHA_DEVICE unsigned dq_empty(int w, int /*round*/ = 0) const {
+    return q_full(3 * Shape::kStageCount + 2 + w);
+  }
 };
 
 FMHA_DEVICE void fmha_st_shared_f32x2(unsigned smem, float x, float y) {
@@ -322,7 +327,7 @@ FMHA_DEVICE void fmha_bwd_sm90a_write_dq(const FmhaBwdSm90Params& P, unsigned sm
 #pragma unroll
       for (int sl = 0; sl < 2; ++sl) {
         fmha_tma_reduce_add_3d(P.dq_accum_map,
-                               smem + Shape::kDqOffset + cw * Shape::kDqBlockBytes + sl * 64 * 128,
+                               smem + Shape::dq_block_offset(cw, round) + sl * 64 * 128,
                                Shape::dq_col0(cw, round) + sl * 32,
                                m_block * kBlockM + Shape::dq_row0(cw), w.b * f.nhead_q + h);
       }
@@ -498,7 +503,7 @@ FMHA_DEVICE void fmha_bwd_sm90a_consume(const FmhaBwdSm90Params& P, unsigned sme
     // The dQ block into shared memory (fp32, 2 slabs of 32 columns, 128-byte swizzle: the box of
     // the dq_accum map) once the writer has copied the previous one.
     fmha_mbarrier_wait(bars.dq_empty(cw), (it & 1) ^ 1);
-    fmha_bwd_sm90a_store_dq_block(smem + Shape::kDqOffset + cw * Shape::kDqBlockBytes, dq);
+    fmha_bwd_sm90a_store_dq_block(smem + Shape::dq_block_offset(cw, 0), dq);
     fmha_fence_proxy_async_shared();
     fmha_mbarrier_arrive(bars.dq_full(cw));
     ring.advance<Shape::kStageCount>();

@@ -20,8 +20,10 @@
 //           fmha_bwd_key_tile_cta when deterministic)
 //   block = 384 threads: warp 0 produces (TMA, LSE, D), warps 1 and 2 write dQ (one round each),
 //           warpgroups 1 and 2 compute
-//   dynamic shared memory = FmhaBwdSm90aHd256Shape::kSmemBytes (~226 KB with 2 Q stages: dO has
-//           one stage, the first of the two to be released, since a second would not fit)
+//   dynamic shared memory = FmhaBwdSm90aHd256Shape::kSmemBytes, ~226 KB either way: one Q stage
+//           and two dQ blocks per warpgroup (one per round), or two Q stages and one dQ block
+//           per warpgroup; dO has one stage (the first of the two to be released), since a
+//           second would not fit
 //
 // Shared-memory buffers and their hand-offs (B1, B2: named barriers over both warpgroups):
 //   P^T (16-bit), exchange: written before B1, read after B1 (dV MMA, dS), free once both
@@ -56,11 +58,15 @@ struct FmhaBwdSm90aHd256Shape {
     kPOffset = kDoOffset + kQBytes,
     kDsOffset = kPOffset + kKVSlabBytes,
     kXchgOffset = kDsOffset + kKVSlabBytes,
+    // dQ staging per consumer warpgroup: one block per round where shared memory has room (one
+    // Q stage), so that round 1's block does not wait for round 0's writer to take its turn
+    // (deterministic mode); otherwise one block the two rounds take in turn.
+    kDqBuffers = 3 - kStages,
     kDqOffset = kXchgOffset + 2 * kXchgBytes,
-    kLseOffset = kDqOffset + 2 * kDqBlockBytes,
+    kLseOffset = kDqOffset + 2 * kDqBuffers * kDqBlockBytes,
     kDsumOffset = kLseOffset + kStages * kBlockM * 4,
     kBarOffset = kDsumOffset + kBlockM * 4,
-    kBarriers = 1 + 2 * kStages + 2 + 6,
+    kBarriers = 1 + 2 * kStages + 2 + 4 + 2 * kDqBuffers,
     kSmemBytes = kBarOffset + kBarriers * 8 + 1024,
     // What FmhaBwdSm90aMma reads: S^T / dP^T over the whole head dim, dQ over 64 keys.
     kKStepsHdim = kHdim / 16,
@@ -77,6 +83,14 @@ struct FmhaBwdSm90aHd256Shape {
   // fmha_bwd_sm90a_write_dq): all 64 rows, columns 64 round .. of its head-dim half.
   FMHA_DEVICE static int dq_row0(int /*w*/) { return 0; }
   FMHA_DEVICE static int dq_col0(int w, int round) { return 128 * w + 64 * round; }
+  // Warpgroup w's staging block of round `round`, and how many times a round of iteration `it`
+  // finds that block used before (the parity of its dq_empty wait).
+  FMHA_DEVICE static int dq_block_offset(int w, int round) {
+    return kDqOffset + (w * kDqBuffers + round % kDqBuffers) * kDqBlockBytes;
+  }
+  FMHA_DEVICE static int dq_block_uses(int it, int round) {
+    return kDqBuffers == 2 ? it : 2 * it + round;
+  }
   static_assert(kStages == 1 || kStages == 2, "1 or 2 Q stages fit beside one dO stage");
 };
 
@@ -93,7 +107,9 @@ struct FmhaBwdSm90aHd256Barriers {
   FMHA_DEVICE unsigned dq_full(int w, int round) const {
     return do_full() + 16 + 16 * round + 8 * w;
   }
-  FMHA_DEVICE unsigned dq_empty(int w) const { return do_full() + 48 + 8 * w; }
+  FMHA_DEVICE unsigned dq_empty(int w, int round) const {
+    return do_full() + 48 + 16 * (round % Shape::kDqBuffers) + 8 * w;
+  }
 };
 
 // Named barriers of the two consumer warpgroups (fmha_bwd_sm90a.h's consumers use id 1).
@@ -315,8 +331,8 @@ FMHA_DEVICE void fmha_bwd_sm90a_hd256_consume(const FmhaBwdSm90Params& P, unsign
       }
       // The dQ block into shared memory (fp32, 2 slabs of 32 columns, 128-byte swizzle) once
       // the writer has copied the previous one.
-      fmha_mbarrier_wait(bars.dq_empty(kCw), ((2 * it + round) & 1) ^ 1);
-      fmha_bwd_sm90a_store_dq_block(smem + Shape::kDqOffset + kCw * Shape::kDqBlockBytes, dq);
+      fmha_mbarrier_wait(bars.dq_empty(kCw, round), (Shape::dq_block_uses(it, round) & 1) ^ 1);
+      fmha_bwd_sm90a_store_dq_block(smem + Shape::dq_block_offset(kCw, round), dq);
       fmha_fence_proxy_async_shared();
       fmha_mbarrier_arrive(bars.dq_full(kCw, round));
     }
@@ -347,7 +363,8 @@ FMHA_DEVICE void fmha_bwd_sm90a_hd256_dq_dk_dv(const FmhaBwdSm90Params& P, char*
     for (int cw = 0; cw < 2; ++cw) {
       fmha_mbarrier_init(bars.dq_full(cw, 0), 128);
       fmha_mbarrier_init(bars.dq_full(cw, 1), 128);
-      fmha_mbarrier_init(bars.dq_empty(cw), 1);
+#pragma unroll
+      for (int buf = 0; buf < Shape::kDqBuffers; ++buf) fmha_mbarrier_init(bars.dq_empty(cw, buf), 1);
     }
     fmha_mbarrier_init_fence();
   }
@@ -361,8 +378,8 @@ FMHA_DEVICE void fmha_bwd_sm90a_hd256_dq_dk_dv(const FmhaBwdSm90Params& P, char*
     // (deterministic mode) overlaps the other's. One thread doing both spent two L2 round trips
     // per query tile, more than the tile's MMAs at S 16384 (H200, bf16, deterministic / atomic:
     // 0.91 with one semaphore held across both rounds, 0.85 with one per round and one writer,
-    // 0.90 with two writers; causal 0.85, 0.79, 0.85). The rounds alternate in the one dQ buffer
-    // per warpgroup; each writer hands it back (dq_empty) once its copies have read it.
+    // 0.90 with two writers; causal 0.85, 0.79, 0.85). Each writer hands its round's dQ blocks
+    // back (dq_empty) once its copies have read them.
     if ((warp == 1 || warp == 2) && fmha_lane_id() == 0) {
       fmha_bwd_sm90a_write_dq<Shape, FmhaBwdSm90aHd256Barriers<Shape>, kMaskKind, kDeterministic>(
           P, smem, bars, warp - 1);

@@ -147,8 +147,8 @@ FMHA_DEVICE int* fmha_bwd_sm90a_wait_dq_turn(const FmhaBwdSm90Params& P, const F
 template <class Barriers, bool kDeterministic>
 FMHA_DEVICE void fmha_bwd_sm90a_finish_dq_round(const Barriers& bars, int* sem, int round) {
   fmha_bulk_wait_group_read<0>();
-  fmha_mbarrier_arrive(bars.dq_empty(0));
-  fmha_mbarrier_arrive(bars.dq_empty(1));
+  fmha_mbarrier_arrive(bars.dq_empty(0, round));
+  fmha_mbarrier_arrive(bars.dq_empty(1, round));
   if (kDeterministic) {
     fmha_bulk_wait_group<0>();
     fmha_semaphore_release_add(sem, 1 << (16 * round));
