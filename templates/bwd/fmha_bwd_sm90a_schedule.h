@@ -81,9 +81,15 @@ FMHA_DEVICE FmhaBwdKeyTileCta fmha_bwd_key_tile_cta(const FmhaBwdParams& p) {
 // from the same call, so their loops agree. Iteration `it` splits once into an outer and an inner
 // index by `inner` (m_count, or group when ascending): one division per iteration whichever the
 // order; selecting between two orders' divisions cost the non-ascending chains 2-4 % (session 9).
+// In the atomic mode each CTA starts its query tiles at offset `rot` (its key tile modulo their
+// count) and wraps around: without it, every key tile of a head would reduce-add into the same dQ
+// tile at the same time (non-causal masks), and those adds queue at the same L2 lines. The
+// deterministic mode keeps rot = 0: its chains already put neighbouring key tiles one query tile
+// apart, and their order is what the semaphores count.
 struct FmhaBwdSm90aWork {
   int n_block, hk, b, group, m_lo, m_count, num_iters;
   int inner;  // iterations per outer step: the inner loop's length
+  int rot;    // the first query tile's offset in [0, m_count)
   bool ascending;
   FMHA_DEVICE int head(int it) const {
     const int outer = it / inner;
@@ -91,7 +97,9 @@ struct FmhaBwdSm90aWork {
   }
   FMHA_DEVICE int m_block(int it) const {
     const int outer = it / inner;
-    return ascending ? m_lo + m_count - 1 - outer : m_lo + it - outer * inner;
+    if (ascending) return m_lo + m_count - 1 - outer;
+    const int m = it - outer * inner + rot;
+    return m_lo + (m >= m_count ? m - m_count : m);
   }
 };
 
@@ -111,6 +119,7 @@ FMHA_DEVICE FmhaBwdSm90aWork fmha_bwd_sm90a_work(const FmhaBwdParams& p) {
   w.m_count = m_tiles.hi > m_tiles.lo ? m_tiles.hi - m_tiles.lo : 0;
   w.num_iters = w.group * w.m_count;
   w.inner = w.ascending ? w.group : max(w.m_count, 1);
+  w.rot = kDeterministic ? 0 : w.n_block % w.inner;
   return w;
 }
 
