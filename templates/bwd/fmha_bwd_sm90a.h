@@ -273,6 +273,16 @@ FMHA_DEVICE void fmha_bwd_sm90a_produce(const FmhaBwdSm90Params& P, unsigned sme
   for (int it = 0; it < w.num_iters; ++it) {
     const int h = w.head(it);
     const int m0 = w.m_block(it) * kBlockM;
+    // This tile's LSE and D rows, loaded before the wait below so that their round trip to L2
+    // (which the dQ reduce-adds keep busy) overlaps it instead of delaying the stage's arrival.
+    const fmha_index_t stat = (static_cast<fmha_index_t>(w.b) * f.nhead_q + h) * f.seqlen_q + m0;
+    float lse_rows[kBlockM / 32], d_rows[kBlockM / 32];
+#pragma unroll
+    for (int i = 0; i < kBlockM / 32; ++i) {
+      const int r = lane + 32 * i;
+      lse_rows[i] = fmha_bwd_sm90a_lse_log2(f, stat, r, m0);
+      d_rows[i] = m0 + r < f.seqlen_q ? P.bwd.d_rowsum[stat + r] : 0.f;
+    }
     fmha_mbarrier_wait(bars.qdo_empty(ring.slot), ring.phase ^ 1u);
     if (lane == 0) {
       fmha_mbarrier_arrive_expect_tx(bars.q_full(ring.slot), Shape::kQBytes);
@@ -286,14 +296,12 @@ FMHA_DEVICE void fmha_bwd_sm90a_produce(const FmhaBwdSm90Params& P, unsigned sme
                          m0, h, w.b);
       }
     }
-    const fmha_index_t stat = (static_cast<fmha_index_t>(w.b) * f.nhead_q + h) * f.seqlen_q + m0;
     const unsigned stat_slot = ring.slot * kBlockM * 4;
 #pragma unroll
-    for (int r = lane; r < kBlockM; r += 32) {
-      fmha_st_shared_f32(smem + Shape::kLseOffset + stat_slot + r * 4,
-                         fmha_bwd_sm90a_lse_log2(f, stat, r, m0));
-      fmha_st_shared_f32(smem + Shape::kDsumOffset + stat_slot + r * 4,
-                         m0 + r < f.seqlen_q ? P.bwd.d_rowsum[stat + r] : 0.f);
+    for (int i = 0; i < kBlockM / 32; ++i) {
+      const unsigned row = stat_slot + (lane + 32 * i) * 4;
+      fmha_st_shared_f32(smem + Shape::kLseOffset + row, lse_rows[i]);
+      fmha_st_shared_f32(smem + Shape::kDsumOffset + row, d_rows[i]);
     }
     fmha_mbarrier_arrive(bars.q_full(ring.slot));
     fmha_mbarrier_arrive(bars.do_full(ring.slot));
