@@ -45,11 +45,14 @@ def measure(a, sweep, hq, hk):
                            str(a.repeat), "--warmup", str(a.warmup)]))
     with open(a.out + "_ours.json", "w") as f:  # kept even if a later step fails
         json.dump(ours, f)
-    run([sys.executable, a.anchor, *shape, *common, "--json", a.out + "_torch.json"])
-    run([sys.executable, a.anchor, *shape, *common, "--backend", "flash", "--deterministic",
-         "--json", a.out + "_torch_det.json"])
+    run([sys.executable, a.anchor, *shape, *common, "--backend", *a.torch_backends,
+         "--json", a.out + "_torch.json"])
     torch_rows = json.load(open(a.out + "_torch.json"))
-    det_rows = json.load(open(a.out + "_torch_det.json"))
+    det_rows = []
+    if "flash" in a.torch_backends and "bwd" in a.families:
+        run([sys.executable, a.anchor, *shape, *common, "--backend", "flash", "--deterministic",
+             "--json", a.out + "_torch_det.json"])
+        det_rows = json.load(open(a.out + "_torch_det.json"))
     gqa_rows = []
     if a.gqa:
         run([sys.executable, a.gqa_anchor, "--dtype", *a.dtype, "--hdim", "128", "--nhead-q", str(hq),
@@ -77,6 +80,11 @@ def main():
                         "where auto picks wgmma_sm90a): its own columns in the table")
     p.add_argument("--fwd-impl", default="auto",
                    help="impl of the main forward rows (auto unless it must be avoided)")
+    p.add_argument("--families", nargs="+", default=["fwd", "bwd"], choices=["fwd", "bwd"],
+                   help="which of our kernels to measure (bwd: the backward in both dQ modes); "
+                        "a device call short of time measures only what changed")
+    p.add_argument("--torch-backends", nargs="+", default=["flash", "cudnn"],
+                   choices=["flash", "cudnn"], help="torch SDPA backends to measure in the same call")
     p.add_argument("--out", required=True, help="prefix of the files written")
     p.add_argument("--from-json", help="render the tables from a grid's .json (this script's "
                    "combined output) instead of measuring; the same grid flags must be given")
@@ -85,8 +93,11 @@ def main():
     grid = {"dtype": a.dtype, "hdim": a.hdim, "seqlen": a.seqlen, "causal": [False, True],
             "tokens": a.tokens, "model_dim": a.model_dim}
     main_fwd = {"family": "fwd"} if a.fwd_impl == "auto" else {"family": "fwd", "impl": a.fwd_impl}
-    sweep = [dict(grid, **main_fwd), dict(grid, family="bwd"),
-             dict(grid, family="bwd", deterministic=True)]
+    sweep = []
+    if "fwd" in a.families:
+        sweep.append(dict(grid, **main_fwd))
+    if "bwd" in a.families:
+        sweep += [dict(grid, family="bwd"), dict(grid, family="bwd", deterministic=True)]
     if a.fwd_also:
         sweep.append(dict(grid, family="fwd", impl=a.fwd_also))
     hq = hk = None
@@ -94,8 +105,10 @@ def main():
         hq, hk = map(int, a.gqa.split(":"))
         gqa = {"dtype": a.dtype, "hdim": 128, "seqlen": a.seqlen, "causal": [False, True],
                "tokens": a.tokens, "nhead_q": hq, "nhead_k": hk}
-        sweep += [dict(gqa, **main_fwd), dict(gqa, family="bwd"),
-                  dict(gqa, family="bwd", deterministic=True)]
+        if "fwd" in a.families:
+            sweep.append(dict(gqa, **main_fwd))
+        if "bwd" in a.families:
+            sweep += [dict(gqa, family="bwd"), dict(gqa, family="bwd", deterministic=True)]
         if a.fwd_also:
             sweep.append(dict(gqa, family="fwd", impl=a.fwd_also))
     if a.from_json:

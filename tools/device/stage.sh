@@ -5,6 +5,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 build=${1:-build-release}
+# Build first: staging binaries of an older tree measures the wrong code (session 10 did once).
+cmake --build "$build" -j "$(nproc)" >/dev/null
 rm -rf .carry/bin .carry/lib  # .carry/cache (a warmed kernel cache) stays
 mkdir -p .carry/bin .carry/lib
 cp "$build"/bin/* .carry/bin/
