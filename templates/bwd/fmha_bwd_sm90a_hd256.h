@@ -372,7 +372,8 @@ FMHA_DEVICE void fmha_bwd_sm90a_hd256_dq_dk_dv(const FmhaBwdSm90Params& P, char*
       fmha_mbarrier_init(bars.dq_full(cw, 0), 128);
       fmha_mbarrier_init(bars.dq_full(cw, 1), 128);
 #pragma unroll
-      for (int buf = 0; buf < Shape::kDqBuffers; ++buf) fmha_mbarrier_init(bars.dq_empty(cw, buf), 1);
+      for (int buf = 0; buf < Shape::kDqBuffers; ++buf)
+        fmha_mbarrier_init(bars.dq_empty(cw, buf), 1);
     }
     fmha_mbarrier_init_fence();
   }
