@@ -157,6 +157,23 @@ FMHA_DEVICE float fmha_bwd_sm90a_lse_log2(const FmhaFwdParams& f, fmha_index_t s
   return lse == -inf ? inf : lse * FMHA_LOG2E;
 }
 
+// The producer's LSE (as fmha_bwd_sm90a_lse_log2) and D rows lane + 32 i of the query tile at m0
+// (stat: its first row's index), into registers. The producers load them before they wait for
+// the stage, so that their round trip to L2 (which the dQ reduce-adds keep busy) overlaps the
+// wait instead of delaying the stage's arrival.
+template <int kBlockM>
+FMHA_DEVICE void fmha_bwd_sm90a_load_stat_rows(const FmhaBwdSm90Params& P, fmha_index_t stat,
+                                               int m0, float (&lse)[kBlockM / 32],
+                                               float (&d)[kBlockM / 32]) {
+  const FmhaFwdParams& f = P.bwd.fwd;
+#pragma unroll
+  for (int i = 0; i < kBlockM / 32; ++i) {
+    const int r = fmha_lane_id() + 32 * i;
+    lse[i] = fmha_bwd_sm90a_lse_log2(f, stat, r, m0);
+    d[i] = m0 + r < f.seqlen_q ? P.bwd.d_rowsum[stat + r] : 0.f;
+  }
+}
+
 FMHA_DEVICE void fmha_bwd_sm90a_prefetch_maps(const FmhaBwdSm90Params& P) {
   fmha_tma_prefetch_map(P.q_map);
   fmha_tma_prefetch_map(P.k_map);
@@ -273,16 +290,9 @@ FMHA_DEVICE void fmha_bwd_sm90a_produce(const FmhaBwdSm90Params& P, unsigned sme
   for (int it = 0; it < w.num_iters; ++it) {
     const int h = w.head(it);
     const int m0 = w.m_block(it) * kBlockM;
-    // This tile's LSE and D rows, loaded before the wait below so that their round trip to L2
-    // (which the dQ reduce-adds keep busy) overlaps it instead of delaying the stage's arrival.
     const fmha_index_t stat = (static_cast<fmha_index_t>(w.b) * f.nhead_q + h) * f.seqlen_q + m0;
     float lse_rows[kBlockM / 32], d_rows[kBlockM / 32];
-#pragma unroll
-    for (int i = 0; i < kBlockM / 32; ++i) {
-      const int r = lane + 32 * i;
-      lse_rows[i] = fmha_bwd_sm90a_lse_log2(f, stat, r, m0);
-      d_rows[i] = m0 + r < f.seqlen_q ? P.bwd.d_rowsum[stat + r] : 0.f;
-    }
+    fmha_bwd_sm90a_load_stat_rows<kBlockM>(P, stat, m0, lse_rows, d_rows);
     fmha_mbarrier_wait(bars.qdo_empty(ring.slot), ring.phase ^ 1u);
     if (lane == 0) {
       fmha_mbarrier_arrive_expect_tx(bars.q_full(ring.slot), Shape::kQBytes);

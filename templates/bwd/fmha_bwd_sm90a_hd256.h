@@ -132,15 +132,8 @@ FMHA_DEVICE void fmha_bwd_sm90a_hd256_produce(const FmhaBwdSm90Params& P, unsign
     const int h = w.head(it);
     const int m0 = w.m_block(it) * kBlockM;
     const fmha_index_t stat = (static_cast<fmha_index_t>(w.b) * f.nhead_q + h) * f.seqlen_q + m0;
-    // This tile's LSE and D rows, loaded before the waits below so that their round trip to L2
-    // (which the dQ reduce-adds keep busy) overlaps them instead of delaying Q's and dO's arrival.
-    float lse_rows[kBlockM / 32], d_rows[kBlockM / 32];
-#pragma unroll
-    for (int i = 0; i < kBlockM / 32; ++i) {
-      const int r = lane + 32 * i;
-      lse_rows[i] = fmha_bwd_sm90a_lse_log2(f, stat, r, m0);
-      d_rows[i] = m0 + r < f.seqlen_q ? P.bwd.d_rowsum[stat + r] : 0.f;
-    }
+    float lse_rows[kBlockM / 32], d_rows[kBlockM / 32];  // loaded ahead of both waits below
+    fmha_bwd_sm90a_load_stat_rows<kBlockM>(P, stat, m0, lse_rows, d_rows);
     fmha_mbarrier_wait(bars.q_empty(ring.slot), ring.phase ^ 1u);
     if (lane == 0) {
       fmha_mbarrier_arrive_expect_tx(bars.q_full(ring.slot), Shape::kQBytes);
