@@ -3,8 +3,9 @@
 # (.carry/bin): the branch's gpu tests (SUITES, ';'-separated, under timeouts), then `fmha-jit
 # bench` rows from both builds back to back. ROWS: 'family,hdim,seqlen,batch,hq,hk,mask,det'
 # entries (det: 0 or 1). ABBA=1 runs each row as current, branch, branch, current, so that a
-# difference that follows the order (clocks, L2 state) shows as one. Run from the repository root
-# with .carry/ staged; logs go to $OUT.
+# difference that follows the order (clocks, L2 state) shows as one. ALT_FLAGS: extra bench flags
+# for the branch's runs only (e.g. "--num-stages 1"). Run from the repository root with .carry/
+# staged; logs go to $OUT.
 source "$(dirname "$0")/call_env.sh"
 alt=.carry/alt/${BRANCH:?set BRANCH}
 [ -n "${SUITES:-}" ] && run_gpu_suites $alt/fmha_jit_gpu_tests "$SUITES" 170
@@ -15,9 +16,11 @@ for row in ${ROWS:?set ROWS}; do
   bins="$b/fmha-jit $alt/fmha-jit"
   [ "${ABBA:-0}" = 1 ] && bins="$bins $alt/fmha-jit $b/fmha-jit"
   for bin in $bins; do
+    extra=""
+    [ "$bin" = "$alt/fmha-jit" ] && extra=${ALT_FLAGS:-}
     echo -n "$(basename "$(dirname "$bin")"): "
     timeout 40 $bin bench --family "$fam" --hdim-q "$d" --seqlen-q "$s" --batch "$bt" --nhead-q "$hq" \
-      --nhead-k "$hk" --mask "$m" $flag --repeat 10 --warmup 3 2>&1 | tail -1
+      --nhead-k "$hk" --mask "$m" $flag $extra --repeat 10 --warmup 3 2>&1 | tail -1
   done
 done
 echo "done at ${SECONDS}s"
