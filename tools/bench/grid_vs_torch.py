@@ -93,24 +93,24 @@ def main():
     grid = {"dtype": a.dtype, "hdim": a.hdim, "seqlen": a.seqlen, "causal": [False, True],
             "tokens": a.tokens, "model_dim": a.model_dim}
     main_fwd = {"family": "fwd"} if a.fwd_impl == "auto" else {"family": "fwd", "impl": a.fwd_impl}
-    sweep = []
-    if "fwd" in a.families:
-        sweep.append(dict(grid, **main_fwd))
-    if "bwd" in a.families:
-        sweep += [dict(grid, family="bwd"), dict(grid, family="bwd", deterministic=True)]
-    if a.fwd_also:
-        sweep.append(dict(grid, family="fwd", impl=a.fwd_also))
+
+    def our_rows(shape):
+        """The sweep entries of one grid shape: the families asked for, and --fwd-also."""
+        rows = []
+        if "fwd" in a.families:
+            rows.append(dict(shape, **main_fwd))
+        if "bwd" in a.families:
+            rows += [dict(shape, family="bwd"), dict(shape, family="bwd", deterministic=True)]
+        if a.fwd_also:
+            rows.append(dict(shape, family="fwd", impl=a.fwd_also))
+        return rows
+
+    sweep = our_rows(grid)
     hq = hk = None
     if a.gqa:
         hq, hk = map(int, a.gqa.split(":"))
-        gqa = {"dtype": a.dtype, "hdim": 128, "seqlen": a.seqlen, "causal": [False, True],
-               "tokens": a.tokens, "nhead_q": hq, "nhead_k": hk}
-        if "fwd" in a.families:
-            sweep.append(dict(gqa, **main_fwd))
-        if "bwd" in a.families:
-            sweep += [dict(gqa, family="bwd"), dict(gqa, family="bwd", deterministic=True)]
-        if a.fwd_also:
-            sweep.append(dict(gqa, family="fwd", impl=a.fwd_also))
+        sweep += our_rows({"dtype": a.dtype, "hdim": 128, "seqlen": a.seqlen, "causal": [False, True],
+                           "tokens": a.tokens, "nhead_q": hq, "nhead_k": hk})
     if a.from_json:
         saved = json.load(open(a.from_json))
         ours, torch_rows, det_rows = saved["ours"], saved["torch"], saved["torch_det"]
