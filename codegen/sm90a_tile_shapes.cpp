@@ -1,5 +1,6 @@
 // The wgmma_sm90a kernels (templates/fwd/fmha_fwd_sm90a.h, templates/bwd/fmha_bwd_sm90a.h):
 // which configs they serve, their tiles and their shared memory.
+#include <algorithm>
 #include <string>
 
 #include "codegen/tile_shapes.hpp"
@@ -41,12 +42,25 @@ void check_stages_fit(const ArchInfo& arch, const FmhaKernelConfig& c, int smem)
 
 bool is_hopper(const ArchInfo& arch) { return arch.name == "sm_90" || arch.name == "sm_90a"; }
 
+const std::vector<int>& wgmma_sm90a_hdims(Family family) {
+  // Tiles are stored as 64-column slabs with 128-byte swizzle (one TMA box, one wgmma k-atom):
+  // 32 and 96 would need 64- or 32-byte swizzled slabs next to them. The backward at hdim 192
+  // would hold dK and dV of 64 keys x 192 columns (192 registers) beside S^T and dP^T (64): more
+  // than a consumer's 232, and the hdim 256 kernel's head-dim split is not written for 96-column
+  // halves.
+  static const std::vector<int> fwd{64, 128, 192, 256};
+  static const std::vector<int> bwd{64, 128, 256};
+  return family == Family::fwd ? fwd : bwd;
+}
+
 std::string wgmma_sm90a_gap(const FmhaKernelConfig& c) {
   if (c.hdim_q != c.hdim_v) return "hdim_q != hdim_v";
-  // Tiles are stored as 64-column slabs with 128-byte swizzle (one TMA box, one wgmma k-atom);
-  // 32, 96 and 192 would need 64- or 32-byte swizzled slabs next to them.
-  if (c.hdim_q != 64 && c.hdim_q != 128 && c.hdim_q != 256) {
-    return "hdim " + std::to_string(c.hdim_q) + " (it serves 64, 128, 256)";
+  const std::vector<int>& served = wgmma_sm90a_hdims(c.family);
+  if (std::find(served.begin(), served.end(), c.hdim_q) == served.end()) {
+    std::string list;
+    for (int h : served) list += (list.empty() ? "" : ", ") + std::to_string(h);
+    return "hdim " + std::to_string(c.hdim_q) + " (its " + std::string(to_string(c.family)) +
+           " serves " + list + ")";
   }
   return {};
 }
@@ -64,8 +78,9 @@ TileShape wgmma_sm90a_fwd_tile(const FmhaKernelConfig& c) {
   // work per softmax to keep the tensor cores fed from two consumer warpgroups: 192 query rows
   // (three warpgroups, 16 warps) ran 530.8 TFLOP/s against 429.3 with 128 rows (bf16, S 8192,
   // H200, 2026-12-04), and ahead at S 2048 and 16384, causal or not. A config may still ask for
-  // 128 rows or 12 warps.
-  if (c.hdim_q >= 256) return {kBlockM, 80, kNumWarps, 2};
+  // 128 rows or 12 warps. hdim 192 takes 80 keys too: two 128-key K and V stages beside Q need
+  // 240 KB; 80 keys leave room for a second Q buffer (216 KB), with O 96 + S 40 + P 20 registers.
+  if (c.hdim_q >= 192) return {kBlockM, 80, kNumWarps, 2};
   if (c.hdim_q == 64 && c.block_m != kBlockM && c.num_warps != kNumWarps) return {192, 128, 16, 2};
   return {kBlockM, 128, kNumWarps, 2};
 }
@@ -172,12 +187,14 @@ void check_wgmma_sm90a_fwd_tile(const ArchInfo& arch, const FmhaKernelConfig& c)
   }
   // hdim 256 with 128-key tiles needs O 128 + S 64 + P 32 registers: more than a consumer has;
   // 80 keys fit there (wgmma N 80), and would only add instructions per key at smaller hdims.
+  // At hdim 192 128 keys fit the registers but not shared memory with two stages.
   const bool block_n_ok =
       c.hdim_q > 128 ? c.block_n == 64 || c.block_n == 80 : c.block_n == 64 || c.block_n == 128;
   if (!block_n_ok) {
     reject("block_n", c.block_n,
-           c.hdim_q > 128 ? "0 (heuristic), 64, 80 (impl wgmma_sm90a, hdim 256)"
-                          : "0 (heuristic), 64, 128 (impl wgmma_sm90a)");
+           c.hdim_q > 128
+               ? "0 (heuristic), 64, 80 (impl wgmma_sm90a, hdim " + std::to_string(c.hdim_q) + ")"
+               : "0 (heuristic), 64, 128 (impl wgmma_sm90a)");
   }
   if (c.num_stages < 1 || c.num_stages > 4) {
     reject("num_stages", c.num_stages, "0 (heuristic), 1 to 4 (impl wgmma_sm90a)");

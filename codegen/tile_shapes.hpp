@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "codegen/arch.hpp"
 #include "fmha_jit/config.hpp"
@@ -39,6 +40,9 @@ int mma_sm80_bwd_smem_bytes(const FmhaKernelConfig& c);
 // The wgmma_sm90a kernels (codegen/sm90a_tile_shapes.cpp). They run on Hopper (configs for sm_90
 // or sm_90a); gap() says why they do not serve a config, empty when they do.
 bool is_hopper(const ArchInfo& arch);
+// The head dims (hdim_q == hdim_v) the family's wgmma_sm90a kernel serves: the one list that the
+// gap, the tests and the prebuild sweeps derive from.
+const std::vector<int>& wgmma_sm90a_hdims(Family family);
 std::string wgmma_sm90a_gap(const FmhaKernelConfig& config);
 TileShape wgmma_sm90a_fwd_tile(const FmhaKernelConfig& config);
 void check_wgmma_sm90a_fwd_tile(const ArchInfo& arch, const FmhaKernelConfig& c);

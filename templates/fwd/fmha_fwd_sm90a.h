@@ -66,9 +66,10 @@ struct FmhaFwdSm90aShape {
     // q_full, q_empty per Q buffer, then k_full, k_empty, v_full, v_empty per K/V stage
     kBarriers = 2 * kQStages + 4 * kStages,
     kSmemBytes = kBarOffset + kBarriers * 8 + 1024,
-    kNT = kBlockN / 8,                // n8 score fragments per warp row block
-    kON = kHdim < 128 ? kHdim : 128,  // N of one P V instruction (wgmma takes N <= 256; 128
-                                      // keeps one accumulator array per instruction)
+    kNT = kBlockN / 8,  // n8 score fragments per warp row block
+    // N of one P V instruction (wgmma takes N <= 256; 128 keeps one accumulator array per
+    // instruction; hdim 192 takes three of N 64, which exist already, rather than two of N 96)
+    kON = kHdim % 128 == 0 ? 128 : 64,
     kOChunks = kHdim / kON,
     kKStepsQK = kHdim / 16,
     kKStepsPV = kBlockN / 16,
@@ -84,9 +85,10 @@ struct FmhaFwdSm90aShape {
   };
   static_assert(kTileM == 128 || (kTileM == 192 && kHdim == 64),
                 "128 query rows, or 192 (three consumer warpgroups) at hdim 64");
-  static_assert(kHdim == 64 || kHdim == 128 || kHdim == 256, "hdim 64, 128 or 256");
-  static_assert(kBlockN == 64 || kBlockN == 128 || (kBlockN == 80 && kHdim == 256),
-                "wgmma N of Q K^T: 64, 128, or 80 at hdim 256");
+  static_assert(kHdim == 64 || kHdim == 128 || kHdim == 192 || kHdim == 256,
+                "hdim 64, 128, 192 or 256");
+  static_assert(kBlockN == 64 || kBlockN == 128 || (kBlockN == 80 && kHdim >= 192),
+                "wgmma N of Q K^T: 64, 128, or 80 at hdim 192 / 256");
   static_assert(kStages >= 1 && kStages <= 4, "1 to 4 K/V stages");
 };
 

@@ -7,6 +7,7 @@
 #include <cstdio>
 
 #include "codegen/heuristics.hpp"
+#include "codegen/tile_shapes.hpp"
 #include "fmha_jit/dispatcher.hpp"
 #include "gpu/attention_harness.hpp"
 #include "support/test_support.hpp"
@@ -18,7 +19,7 @@ TEST_CASE("gpu sm90a bwd: every dtype, head dim and mask at odd sizes, both dQ m
   if (!test::on_hopper()) return;
   std::uint32_t seed = 40000;
   for (DType dtype : {DType::fp16, DType::bf16}) {
-    for (int hdim : {64, 128, 256}) {
+    for (int hdim : codegen::wgmma_sm90a_hdims(Family::bwd)) {
       for (MaskKind mask : test::kAllMasks) {
         const bool window = mask == MaskKind::sliding_window;
         for (auto [sq, sk] : std::vector<std::pair<int, int>>{{17, 45}, {130, 77}, {300, 260}}) {
@@ -37,7 +38,7 @@ TEST_CASE("gpu sm90a bwd: every dtype, head dim and mask at odd sizes, both dQ m
 TEST_CASE("gpu sm90a bwd: seqlen 1 and 1000, GQA 8:1, bshd, batch 1-3", "[gpu]") {
   if (!test::on_hopper()) return;
   std::uint32_t seed = 45000;
-  for (int hdim : {64, 128, 256}) {
+  for (int hdim : codegen::wgmma_sm90a_hdims(Family::bwd)) {
     for (MaskKind mask : test::kAllMasks) {
       const bool window = mask == MaskKind::sliding_window;
       for (bool det : {false, true}) {
@@ -54,7 +55,7 @@ TEST_CASE("gpu sm90a bwd: seqlen 1 and 1000, GQA 8:1, bshd, batch 1-3", "[gpu]")
 TEST_CASE("gpu sm90a bwd: deterministic mode is bit-exact over 10 runs at seqlen 4097", "[gpu]") {
   if (!test::on_hopper()) return;
   std::uint32_t seed = 48000;
-  for (int hdim : {64, 128, 256}) {
+  for (int hdim : codegen::wgmma_sm90a_hdims(Family::bwd)) {
     for (MaskKind mask : {MaskKind::none, MaskKind::causal_bottom_right}) {
       const AttentionCase c{DType::bf16, hdim, hdim, mask, 1, 8, 2, 4097, 4097, Layout::bshd};
       const auto r = test::check_backward(c, KernelImpl::wgmma_sm90a, true, seed++, 10);

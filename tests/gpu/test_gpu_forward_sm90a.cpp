@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include "codegen/heuristics.hpp"
+#include "codegen/tile_shapes.hpp"
 #include "fmha_jit/dispatcher.hpp"
 #include "gpu/attention_harness.hpp"
 #include "support/test_support.hpp"
@@ -16,7 +17,7 @@ TEST_CASE("gpu sm90a fwd: every dtype, head dim and mask at odd sizes", "[gpu]")
   if (!test::on_hopper()) return;
   std::uint32_t seed = 20000;
   for (DType dtype : {DType::fp16, DType::bf16}) {
-    for (int hdim : {64, 128, 256}) {
+    for (int hdim : codegen::wgmma_sm90a_hdims(Family::fwd)) {
       for (MaskKind mask : test::kAllMasks) {
         const bool window = mask == MaskKind::sliding_window;
         for (auto [sq, sk] :
@@ -34,7 +35,7 @@ TEST_CASE("gpu sm90a fwd: every dtype, head dim and mask at odd sizes", "[gpu]")
 TEST_CASE("gpu sm90a fwd: seqlen 1 and 1000, GQA 8:1, bshd, batch 1-3, no LSE", "[gpu]") {
   if (!test::on_hopper()) return;
   std::uint32_t seed = 25000;
-  for (int hdim : {64, 128, 256}) {
+  for (int hdim : codegen::wgmma_sm90a_hdims(Family::fwd)) {
     for (MaskKind mask : test::kAllMasks) {
       const bool window = mask == MaskKind::sliding_window;
       test::check_forward({DType::bf16, hdim, hdim, mask, 1, 8, 1, 1, 1, Layout::bshd},
@@ -53,7 +54,7 @@ TEST_CASE("gpu sm90a fwd: seqlen 4097 and more tiles than SMs, against the GPU r
           "[gpu]") {
   if (!test::on_hopper()) return;
   std::uint32_t seed = 29000;
-  for (int hdim : {64, 128, 256}) {
+  for (int hdim : codegen::wgmma_sm90a_hdims(Family::fwd)) {
     for (MaskKind mask : test::kAllMasks) {
       const bool window = mask == MaskKind::sliding_window;
       // 33 m-blocks x 4 heads x 2 batches = 264 tiles: each persistent CTA runs two or more.

@@ -2,6 +2,7 @@
 #include <nlohmann/json.hpp>
 
 #include "codegen/heuristics.hpp"
+#include "codegen/tile_shapes.hpp"
 #include "fmha_jit/config.hpp"
 #include "fmha_jit/error.hpp"
 
@@ -302,7 +303,7 @@ TEST_CASE("config: the Hopper forward (wgmma_sm90a) and when auto falls back", "
   FmhaKernelConfig c;
   c.family = Family::fwd;
   for (const char* arch : {"sm_90", "sm_90a"}) {
-    for (int hdim : {64, 128, 256}) {
+    for (int hdim : codegen::wgmma_sm90a_hdims(Family::fwd)) {
       c.arch = arch;
       c.hdim_q = c.hdim_v = hdim;
       INFO(arch << " hdim " << hdim);
@@ -311,7 +312,7 @@ TEST_CASE("config: the Hopper forward (wgmma_sm90a) and when auto falls back", "
       CHECK(r.arch == "sm_90a");                     // wgmma exists only in the arch-specific ISA
       CHECK(r.block_m == (hdim == 64 ? 192 : 128));  // three consumer warpgroups at hdim 64
       CHECK(r.num_warps == (hdim == 64 ? 16 : 12));
-      CHECK(r.block_n == (hdim == 256 ? 80 : 128));  // 80 keys: O is 128 registers at 256
+      CHECK(r.block_n == (hdim >= 192 ? 80 : 128));  // 80 keys: shared memory at 192, O at 256
       CHECK(codegen::impl_fallback_reason(c).empty());
     }
   }
@@ -325,9 +326,13 @@ TEST_CASE("config: the Hopper forward (wgmma_sm90a) and when auto falls back", "
   c.hdim_v = 128;
   CHECK_THAT(codegen::impl_fallback_reason(c), Catch::Contains("hdim_q != hdim_v"));
   // The backward serves hdim 64, 128 and 256 (at 256 both warpgroups share 64 keys and split
-  // the head dim); hdim 96 falls back.
+  // the head dim); hdim 96 and 192 fall back.
   c.family = Family::bwd;
-  for (int hdim : {64, 128, 256}) {
+  CHECK(codegen::wgmma_sm90a_hdims(Family::bwd) == std::vector<int>{64, 128, 256});
+  c.hdim_q = c.hdim_v = 192;
+  CHECK(canonicalize(c).impl == KernelImpl::mma_sm80);
+  CHECK_THAT(codegen::impl_fallback_reason(c), Catch::Contains("hdim 192 (its bwd serves"));
+  for (int hdim : codegen::wgmma_sm90a_hdims(Family::bwd)) {
     c.hdim_q = c.hdim_v = hdim;
     INFO("bwd hdim " << hdim);
     const auto r = canonicalize(c);
