@@ -151,13 +151,6 @@ RenderedEntry render_entry(const FmhaKernelConfig& c) {
          ",\n              \"the launch's shared memory (codegen/sm90a_tile_shapes.cpp) differs "
          "from the kernel's layout\");\n";
   }
-  if (c.impl == KernelImpl::wgmma_sm90a && c.family == Family::bwd) {
-    // The launch's grid (dispatcher/plan.cpp) and the kernel's CTA order must agree too.
-    s += "static_assert((kDeterministic || " + wgmma_sm90a_shape_type(c) +
-         "::kAtomicChainOrder) == " + (wgmma_sm90a_bwd_chain_order(c) ? "true" : "false") +
-         ",\n              \"the launch's CTA order (codegen::wgmma_sm90a_bwd_chain_order) differs "
-         "from the kernel's\");\n";
-  }
   for (StageRole role : stage_roles(c)) {
     const std::string symbol = kernel_symbol(c, role);
     // The Hopper kernels take their tensor maps as a __grid_constant__ parameter (the copies

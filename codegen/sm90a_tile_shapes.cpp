@@ -88,11 +88,11 @@ TileShape wgmma_sm90a_fwd_tile(const FmhaKernelConfig& c) {
 TileShape wgmma_sm90a_bwd_tile(const FmhaKernelConfig& c) {
   // Two Q/dO stages: the next tile lands while this one's five GEMMs run (~195 KB of 227). At
   // hdim 256 shared memory (~226 KB) holds either two Q stages or one Q stage and a second dQ
-  // block per consumer warpgroup (FmhaBwdSm90aHd256Shape). Both modes take the second dQ block.
-  // Deterministic: its second dQ round then no longer waits for the first round's writer to take
-  // its turn (bf16, S 8192, H200: 331 -> 407 TFLOP/s causal, 333 -> 398 non-causal). Atomic:
-  // together with the chain order it brings (wgmma_sm90a_bwd_chain_order), 372 -> 433 causal,
-  // 379 -> 447-477 non-causal (session 11).
+  // block per consumer warpgroup (FmhaBwdSm90aHd256Shape). Both modes take the second dQ block
+  // (bf16, S 8192, H200). Deterministic: its second dQ round no longer waits for the first
+  // round's writer to take its turn (331 -> 407 TFLOP/s causal, 333 -> 398 non-causal, session
+  // 10). Atomic: 372 -> 447 causal, 380 -> 444 non-causal (session 11, after the producers began
+  // loading LSE / D rows before the stage waits; before that change it measured 344 causal).
   const int stages = c.hdim_q == 256 ? 1 : 2;
   return {bwd_block_m(c.hdim_q), bwd_block_n(c.hdim_q), kNumWarps, stages};
 }
@@ -119,13 +119,6 @@ int wgmma_sm90a_bwd_smem_bytes(const FmhaKernelConfig& c) {
   const int ds = block_n * c.block_m * 2;
   return 2 * kv + 2 * c.num_stages * q + 2 * ds + 2 * dq + 2 * c.num_stages * c.block_m * 4 +
          (1 + 3 * c.num_stages + 4) * 8 + 1024;
-}
-
-bool wgmma_sm90a_bwd_chain_order(const FmhaKernelConfig& c) {
-  // The deterministic mode's semaphores need the chain order; the atomic mode takes it where
-  // the tile has one Q stage at hdim 256 (FmhaBwdSm90aHd256Shape::kAtomicChainOrder has the
-  // measurements).
-  return c.deterministic || (c.hdim_q == 256 && c.num_stages == 1);
 }
 
 int wgmma_sm90a_smem_bytes(const FmhaKernelConfig& c) {

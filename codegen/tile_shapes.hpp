@@ -54,11 +54,6 @@ TileShape wgmma_sm90a_bwd_tile(const FmhaKernelConfig& config);
 void check_wgmma_sm90a_bwd_tile(const ArchInfo& arch, const FmhaKernelConfig& c);
 // FmhaBwdSm90aShape::kSmemBytes.
 int wgmma_sm90a_bwd_smem_bytes(const FmhaKernelConfig& c);
-// Whether the backward's dq_dk_dv stage launches its CTAs in one dimension, in the deterministic
-// mode's chain order (templates/bwd/fmha_bwd_sm90a_schedule.h, fmha_bwd_key_tile_cta), rather
-// than as a (key tiles, kv heads, batch) grid. Mirrors the kernel's kDeterministic ||
-// Shape::kAtomicChainOrder.
-bool wgmma_sm90a_bwd_chain_order(const FmhaKernelConfig& c);
 // The forward's or the backward's, by family.
 int wgmma_sm90a_smem_bytes(const FmhaKernelConfig& c);
 

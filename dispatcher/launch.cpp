@@ -68,20 +68,19 @@ void check_problem(const FmhaKernelConfig& c, const FmhaProblem& p) {
     bad_problem("hdim_v", std::to_string(p.hdim_v),
                 std::to_string(c.hdim_v) + " (the kernel's hdim_v)");
   }
-  // The Hopper backward in the chain order launches its key tiles x kv heads x batch CTAs in one
-  // grid dimension (plan_stages), and the deterministic mode's semaphores count key tiles in
-  // 16-bit fields.
-  if (hopper_chain_order(c)) {
+  // The deterministic Hopper backward launches its key tiles x kv heads x batch CTAs in one grid
+  // dimension (plan_stages), and its semaphores count key tiles in 16-bit fields.
+  if (c.family == Family::bwd && c.deterministic && c.impl == KernelImpl::wgmma_sm90a) {
     const std::int64_t tiles = key_tiles(c, p);
     const std::int64_t max_ctas = std::numeric_limits<int>::max();
     if (tiles * p.nhead_k * p.batch > max_ctas) {
       bad_problem("seqlen_k", std::to_string(p.seqlen_k),
                   "a value for which ceil(seqlen_k / " + std::to_string(c.block_n) +
                       ") x nhead_k x batch <= " + std::to_string(max_ctas) +
-                      " (the backward's CTAs, launched in one grid dimension)");
+                      " (the deterministic backward's CTAs)");
     }
     constexpr std::int64_t kMaxKeyTiles = 65535;
-    if (c.deterministic && tiles > kMaxKeyTiles) {
+    if (tiles > kMaxKeyTiles) {
       bad_problem("seqlen_k", std::to_string(p.seqlen_k),
                   "at most " + std::to_string(kMaxKeyTiles * c.block_n) + " (65535 key tiles of " +
                       std::to_string(c.block_n) + ") for a deterministic wgmma_sm90a backward");

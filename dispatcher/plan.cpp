@@ -52,11 +52,10 @@ std::vector<StageLaunch> plan_stages(const FmhaKernelConfig& c, const FmhaProble
     // dq_dk_dv (one block per block_n keys of a kv head); num_warps warps in every stage.
     const device::Dim3 per_query_tile{u32((p.seqlen_q + c.block_m - 1) / c.block_m), u32(p.nhead_q),
                                       u32(p.batch)};
-    // The deterministic Hopper kernels (and the atomic ones that share their order) order their
-    // CTAs themselves, in one dimension (templates/bwd/fmha_bwd_sm90a_schedule.h,
-    // fmha_bwd_key_tile_cta); check_problem bounds their count.
+    // The deterministic Hopper kernels order their CTAs themselves, in one dimension (templates/
+    // bwd/fmha_bwd_sm90a_schedule.h, fmha_bwd_key_tile_cta); check_problem bounds their count.
     const std::int64_t tiles = key_tiles(c, p);
-    const device::Dim3 per_key_tile = hopper_chain_order(c)
+    const device::Dim3 per_key_tile = c.deterministic && c.impl == KernelImpl::wgmma_sm90a
                                           ? device::Dim3{u32(tiles * p.nhead_k * p.batch), 1, 1}
                                           : device::Dim3{u32(tiles), u32(p.nhead_k), u32(p.batch)};
     for (codegen::StageRole role : codegen::stage_roles(c)) {
@@ -84,11 +83,6 @@ std::vector<StageLaunch> plan_stages(const FmhaKernelConfig& c, const FmhaProble
     }
   }
   return stages;
-}
-
-bool hopper_chain_order(const FmhaKernelConfig& c) {
-  return c.family == Family::bwd && c.impl == KernelImpl::wgmma_sm90a &&
-         codegen::wgmma_sm90a_bwd_chain_order(c);
 }
 
 std::int64_t key_tiles(const FmhaKernelConfig& c, const FmhaProblem& p) {
@@ -119,9 +113,7 @@ int det_asc_pairs(const FmhaKernelConfig& c, const FmhaProblem& p) {
   const bool causal =
       c.mask == MaskKind::causal_top_left || c.mask == MaskKind::causal_bottom_right;
   const std::int64_t pairs = static_cast<std::int64_t>(p.nhead_k) * p.batch;
-  // The atomic mode's chain order (wgmma_sm90a_bwd_chain_order) has not measured ascending pairs.
-  return c.deterministic && c.impl == KernelImpl::wgmma_sm90a && causal && pairs <= kMaxPairs ? 1
-                                                                                              : 0;
+  return c.impl == KernelImpl::wgmma_sm90a && causal && pairs <= kMaxPairs ? 1 : 0;
 }
 
 BwdWorkspaceLayout bwd_workspace_layout(const FmhaKernelConfig& c, const FmhaProblem& p) {

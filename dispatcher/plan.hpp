@@ -28,17 +28,13 @@ unsigned stage_dynamic_smem_bytes(const FmhaKernelConfig& canonical, codegen::St
 // (kv head, batch) pair.
 std::int64_t key_tiles(const FmhaKernelConfig& canonical, const FmhaProblem& problem);
 
-// Whether the backward's dq_dk_dv stage is a Hopper kernel launched in one dimension, in the
-// deterministic mode's chain order (codegen::wgmma_sm90a_bwd_chain_order).
-bool hopper_chain_order(const FmhaKernelConfig& canonical);
-
 // Stages in launch order, matching codegen::stage_roles(config). `multiprocessors` bounds the
 // grid of the persistent kernels (wgmma_sm90a); 0 launches one CTA per tile.
 std::vector<StageLaunch> plan_stages(const FmhaKernelConfig& canonical, const FmhaProblem& problem,
                                      int multiprocessors = 0);
 
-// wgmma_sm90a backward in the chain order (hopper_chain_order): how many (kv head, batch) pairs
-// interleave their key-tile chains in the launch order (FmhaBwdParams::det_group_heads); 1 when `multiprocessors` is 0. The
+// Deterministic wgmma_sm90a backward: how many (kv head, batch) pairs interleave their key-tile
+// chains in the launch order (FmhaBwdParams::det_group_heads); 1 when `multiprocessors` is 0. The
 // rule and why: templates/bwd/fmha_bwd_sm90a_schedule.h, fmha_bwd_key_tile_cta.
 int det_group_heads(const FmhaKernelConfig& canonical, const FmhaProblem& problem,
                     int multiprocessors);

@@ -93,9 +93,6 @@ struct FmhaBwdSm90aShape {
     kProducerArrivals = 1 + 32,  // q_full / do_full: the expect-tx arrival and 32 lanes
     kConsumerWarpArrivals = 8,
     kStageCount = kStages,
-    // The atomic mode keeps the 2-D launch order (fmha_bwd_key_tile_cta): the deterministic
-    // mode's 1-D chain order measured 0.94-0.97 x at hdim 64 and 128 (bf16, H200, session 11).
-    kAtomicChainOrder = false,
   };
   // Where consumer warpgroup w's 64 x 64 dQ block lies in the query tile (one block per warpgroup
   // and query tile, so round is always 0 here): first row, first column.

@@ -78,11 +78,6 @@ struct FmhaBwdSm90aHd256Shape {
     kProducerArrivals = 1 + 32,
     kConsumerWarpArrivals = 8,
     kStageCount = kStages,
-    // With one Q stage and a dQ block per round the atomic mode also takes the deterministic
-    // mode's 1-D chain order (fmha_bwd_key_tile_cta). Together they measured 372 -> 433 TFLOP/s
-    // (bf16, S 8192, causal, H200, session 11; 379 -> 447-477 without a mask), while each alone
-    // had measured ~345 (session 10, before the LSE / D prefetch).
-    kAtomicChainOrder = kStages == 1,
   };
   // Where warpgroup w's 64 x 64 dQ block of round `round` lies in the query tile (the writer,
   // fmha_bwd_sm90a_write_dq): all 64 rows, columns 64 round .. of its head-dim half.

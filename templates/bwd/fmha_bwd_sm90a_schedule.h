@@ -15,8 +15,7 @@
 // (num_n, Hk, B) with n_block = num_n - 1 - blockIdx.x when deterministic: its hdim 128 tile has
 // no registers left for the computed indices below, which spilled 16 bytes there, while block
 // indices cost none.)
-//   atomic mode:        grid (num_n, Hk, B), n_block = blockIdx.x, unless the shape's
-//                       kAtomicChainOrder takes the deterministic mode's order (without waits)
+//   atomic mode:        grid (num_n, Hk, B), n_block = blockIdx.x
 //   deterministic mode: grid (num_n x Hk x B), 1-D, in groups of det_group_heads (kv head, batch)
 //                       pairs (the last group may be smaller); inside a group the chain position
 //                       k = num_n - 1 - n_block is the slow index and the pair the fast one.
@@ -48,11 +47,11 @@ struct FmhaBwdKeyTileCta {
   bool ascending;  // deterministic mode: this pair's chain runs in increasing key tiles
 };
 
-template <bool kChainOrder, int kBlockN>
+template <bool kDeterministic, int kBlockN>
 FMHA_DEVICE FmhaBwdKeyTileCta fmha_bwd_key_tile_cta(const FmhaBwdParams& p) {
   const FmhaFwdParams& f = p.fwd;
   FmhaBwdKeyTileCta c;
-  if (kChainOrder) {
+  if (kDeterministic) {
     const int num_n = (f.seqlen_k + kBlockN - 1) / kBlockN;
     const int pairs = f.nhead_k * f.batch;
     const int per_group = p.det_group_heads;
@@ -108,10 +107,7 @@ template <class Shape, int kMaskKind, bool kDeterministic>
 FMHA_DEVICE FmhaBwdSm90aWork fmha_bwd_sm90a_work(const FmhaBwdParams& p) {
   const FmhaFwdParams& f = p.fwd;
   FmhaBwdSm90aWork w;
-  // The host launches the same order (codegen::wgmma_sm90a_bwd_chain_order, asserted by the
-  // rendered entry).
-  constexpr bool kChainOrder = kDeterministic || Shape::kAtomicChainOrder;
-  const FmhaBwdKeyTileCta cta = fmha_bwd_key_tile_cta<kChainOrder, Shape::kBlockN>(p);
+  const FmhaBwdKeyTileCta cta = fmha_bwd_key_tile_cta<kDeterministic, Shape::kBlockN>(p);
   w.n_block = cta.n_block;
   w.hk = cta.hk;
   w.b = cta.b;

@@ -11,11 +11,11 @@ using codegen::StageRole;
 
 namespace {
 
-FmhaKernelConfig bwd_config(bool deterministic, const char* arch = "sm_80", int hdim = 128) {
+FmhaKernelConfig bwd_config(bool deterministic, const char* arch = "sm_80") {
   FmhaKernelConfig c;
   c.family = Family::bwd;
   c.dtype = DType::bf16;
-  c.hdim_q = c.hdim_v = hdim;
+  c.hdim_q = c.hdim_v = 128;
   c.arch = arch;
   c.deterministic = deterministic;
   return canonicalize(c);
@@ -71,17 +71,6 @@ TEST_CASE("plan: the Hopper backward runs the same three stages, 384 threads eac
   CHECK(atomic[1].grid.x == (777 + 127) / 128);
   CHECK(atomic[1].grid.y == 2);
   CHECK(atomic[1].grid.z == 3);
-  // hdim 256 (one Q stage): the atomic mode takes the chain order too, but no ascending chain.
-  const auto atomic256 = bwd_config(false, "sm_90", 256);
-  CHECK(atomic256.num_stages == 1);
-  CHECK(dispatch::hopper_chain_order(atomic256));
-  CHECK(dispatch::plan_stages(atomic256, problem())[1].grid.x == (777 + 63) / 64 * 2 * 3);
-  CHECK(dispatch::plan_stages(atomic256, problem())[1].grid.y == 1);
-  auto two_stages = atomic256;
-  two_stages.num_stages = 2;  // asked for: the 2-D order
-  CHECK_FALSE(dispatch::hopper_chain_order(two_stages));
-  CHECK(dispatch::plan_stages(two_stages, problem())[1].grid.y == 2);
-  CHECK_FALSE(dispatch::hopper_chain_order(bwd_config(true)));  // mma_sm80
   CHECK(stages[0].grid.x == (1000 + 63) / 64);
   for (const auto& s : stages) CHECK(s.block.x == 384);
   CHECK(stages[0].dynamic_smem_bytes == 0);
@@ -193,9 +182,6 @@ TEST_CASE("plan: under causal masks the last of at most 16 pairs' chain ascends"
   auto sm80 = bwd_config(true);
   sm80.mask = MaskKind::causal_top_left;
   CHECK(dispatch::det_asc_pairs(sm80, p) == 0);  // its kernel keeps the decreasing order
-  auto atomic256 = bwd_config(false, "sm_90", 256);  // chain order, none ascending (unmeasured)
-  atomic256.mask = MaskKind::causal_top_left;
-  CHECK(dispatch::det_asc_pairs(atomic256, p) == 0);
 }
 
 TEST_CASE("plan: the deterministic Hopper backward's CTA count and key tiles are bounded",
@@ -226,11 +212,4 @@ TEST_CASE("plan: the deterministic Hopper backward's CTA count and key tiles are
   p.seqlen_k = 1000 * hopper.block_n;  // 16.7 M pairs x 1000 key tiles
   expect_seqlen_k_error(hopper, "x nhead_k x batch <= 2147483647");
   CHECK_NOTHROW(dispatch::check_problem(bwd_config(false, "sm_90"), p));
-  // The atomic hdim 256 kernel shares the one-dimension bound, not the semaphores' 65535.
-  const auto atomic256 = bwd_config(false, "sm_90", 256);
-  p.hdim_q = p.hdim_v = 256;
-  expect_seqlen_k_error(atomic256, "x nhead_k x batch <= 2147483647");
-  p.batch = p.nhead_q = p.nhead_k = 1;
-  p.seqlen_k = 70000 * atomic256.block_n;
-  CHECK_NOTHROW(dispatch::check_problem(atomic256, p));
 }
