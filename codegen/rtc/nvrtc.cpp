@@ -3,8 +3,10 @@
 #include <nvrtc.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <mutex>
 #include <string>
+#include <string_view>
 
 #include <spdlog/spdlog.h>
 
@@ -71,7 +73,14 @@ class NvrtcCompiler final : public RtcCompiler {
     // -arch=sm_XX (not compute_XX) makes NVRTC run ptxas and return SASS for that arch.
     // --ptxas-options=-v asks for the resource report kept in the manifest.
     // -std=c++17 is what the templates are written against.
-    return {"-arch=" + c.arch, "-std=c++17", "--ptxas-options=-v", "-DFMHA_JIT_NVRTC=1"};
+    std::vector<std::string> o{"-arch=" + c.arch, "-std=c++17", "--ptxas-options=-v",
+                               "-DFMHA_JIT_NVRTC=1"};
+    // FMHA_JIT_LINEINFO=1: line tables, for Nsight Compute's stall reasons per source line. They
+    // leave the SASS as it is, but the cubin differs, so the option enters the key like the rest.
+    if (const char* v = std::getenv("FMHA_JIT_LINEINFO"); v && std::string_view(v) == "1") {
+      o.emplace_back("-lineinfo");
+    }
+    return o;
   }
 
   CompileOutput compile(const CompileRequest& req) const override {

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdlib>
 #include <thread>
 
 #include "cache/disk_cache.hpp"
@@ -103,6 +104,26 @@ TEST_CASE("rtc: a compile error carries the log and the options", "[rtc]") {
       CHECK(e.options() == request.options);
     }
   }
+}
+
+TEST_CASE("rtc: FMHA_JIT_LINEINFO=1 adds line tables under a key of their own", "[rtc]") {
+  test::TempDir tmp;
+  const auto config = test::small_config(Family::fwd, "sm_90");
+  const auto& nvrtc = codegen::rtc::nvrtc_compiler();
+  const auto plain = nvrtc.options(canonicalize(config));
+  const auto base = setup_fmha_dispatcher(config, {.cache_dir = tmp.path(), .load = false});
+  REQUIRE(base.success);
+  ::setenv("FMHA_JIT_LINEINFO", "1", 1);
+  dispatch::clear_memory_cache();  // a config set up once keeps its runner for the process
+  const auto with_lines = nvrtc.options(canonicalize(config));
+  const auto lined = setup_fmha_dispatcher(config, {.cache_dir = tmp.path(), .load = false});
+  ::unsetenv("FMHA_JIT_LINEINFO");
+  dispatch::clear_memory_cache();
+  CHECK(std::count(plain.begin(), plain.end(), "-lineinfo") == 0);
+  CHECK(std::count(with_lines.begin(), with_lines.end(), "-lineinfo") == 1);
+  REQUIRE(lined.success);
+  CHECK(lined.source == BinarySource::compiled);
+  CHECK(lined.key != base.key);
 }
 
 TEST_CASE("rtc: disk hit after the in-process cache is dropped; memory hit before", "[rtc]") {
