@@ -174,6 +174,16 @@ FMHA_DEVICE void fmha_bwd_sm90a_load_stat_rows(const FmhaBwdSm90Params& P, fmha_
   }
 }
 
+// The lane's rows of fmha_bwd_sm90a_load_stat_rows into a shared-memory row array at `base` (the
+// hdim 256 producer, which stores LSE and D after different waits).
+template <int kBlockM>
+FMHA_DEVICE void fmha_bwd_sm90a_store_stat_rows(unsigned base, const float (&rows)[kBlockM / 32]) {
+#pragma unroll
+  for (int i = 0; i < kBlockM / 32; ++i) {
+    fmha_st_shared_f32(base + (fmha_lane_id() + 32 * i) * 4, rows[i]);
+  }
+}
+
 FMHA_DEVICE void fmha_bwd_sm90a_prefetch_maps(const FmhaBwdSm90Params& P) {
   fmha_tma_prefetch_map(P.q_map);
   fmha_tma_prefetch_map(P.k_map);
@@ -306,6 +316,8 @@ FMHA_DEVICE void fmha_bwd_sm90a_produce(const FmhaBwdSm90Params& P, unsigned sme
                          m0, h, w.b);
       }
     }
+    // Both rows in one loop: two fmha_bwd_sm90a_store_stat_rows calls order the stores otherwise,
+    // and this order is the SASS that was measured.
     const unsigned stat_slot = ring.slot * kBlockM * 4;
 #pragma unroll
     for (int i = 0; i < kBlockM / 32; ++i) {

@@ -59,8 +59,9 @@ struct FmhaBwdSm90aHd256Shape {
     kDsOffset = kPOffset + kKVSlabBytes,
     kXchgOffset = kDsOffset + kKVSlabBytes,
     // dQ staging per consumer warpgroup: one block per round where shared memory has room (one
-    // Q stage), so that round 1's block does not wait for round 0's writer to take its turn
-    // (deterministic mode); otherwise one block the two rounds take in turn.
+    // Q stage, the heuristic's choice in both modes), so that round 1's block does not wait for
+    // round 0's writer (in the deterministic mode, for its turn); otherwise one block the two
+    // rounds take in turn.
     kDqBuffers = 3 - kStages,
     kDqOffset = kXchgOffset + 2 * kXchgBytes,
     kLseOffset = kDqOffset + 2 * kDqBuffers * kDqBlockBytes,
@@ -144,11 +145,8 @@ FMHA_DEVICE void fmha_bwd_sm90a_hd256_produce(const FmhaBwdSm90Params& P, unsign
             bars.q_full(ring.slot), sl * 64, m0, h, w.b);
       }
     }
-#pragma unroll
-    for (int i = 0; i < kBlockM / 32; ++i) {
-      fmha_st_shared_f32(smem + Shape::kLseOffset + ring.slot * kBlockM * 4 + (lane + 32 * i) * 4,
-                         lse_rows[i]);
-    }
+    fmha_bwd_sm90a_store_stat_rows<kBlockM>(smem + Shape::kLseOffset + ring.slot * kBlockM * 4,
+                                            lse_rows);
     fmha_mbarrier_arrive(bars.q_full(ring.slot));
 
     fmha_mbarrier_wait(bars.do_empty(), (it & 1) ^ 1);
@@ -160,10 +158,7 @@ FMHA_DEVICE void fmha_bwd_sm90a_hd256_produce(const FmhaBwdSm90Params& P, unsign
                          bars.do_full(), sl * 64, m0, h, w.b);
       }
     }
-#pragma unroll
-    for (int i = 0; i < kBlockM / 32; ++i) {
-      fmha_st_shared_f32(smem + Shape::kDsumOffset + (lane + 32 * i) * 4, d_rows[i]);
-    }
+    fmha_bwd_sm90a_store_stat_rows<kBlockM>(smem + Shape::kDsumOffset, d_rows);
     fmha_mbarrier_arrive(bars.do_full());
     ring.advance<Shape::kStageCount>();
   }
