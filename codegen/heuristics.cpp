@@ -99,6 +99,25 @@ FmhaKernelConfig resolve_impl_and_tiles(const FmhaKernelConfig& c) {
   return out;
 }
 
+std::optional<ProblemTileVariant> problem_tile_variant(const FmhaKernelConfig& c) {
+  // Only where every tile field is the heuristic's: a tile the user chose is kept for every
+  // problem.
+  if (c.block_m != 0 || c.block_n != 0 || c.num_warps != 0 || c.num_stages != 0) return {};
+  if (c.mask != MaskKind::causal_top_left && c.mask != MaskKind::causal_bottom_right) return {};
+  if (!find_arch(c.arch)) return {};
+  const FmhaKernelConfig resolved = resolve_impl_and_tiles(c);
+  if (resolved.impl != KernelImpl::wgmma_sm90a) return {};
+  const std::optional<TileShape> t = wgmma_sm90a_fwd_short_causal_tile(resolved);
+  if (!t) return {};
+  ProblemTileVariant v{c, kShortCausalSeqlen};
+  v.config.impl = resolved.impl;
+  v.config.block_m = t->block_m;
+  v.config.block_n = t->block_n;
+  v.config.num_warps = t->num_warps;
+  v.config.num_stages = t->num_stages;
+  return v;
+}
+
 std::string impl_fallback_reason(const FmhaKernelConfig& c) {
   const ArchInfo* arch = find_arch(c.arch);
   if (!arch || !is_hopper(*arch) || c.impl != KernelImpl::automatic) return {};

@@ -85,6 +85,24 @@ TileShape wgmma_sm90a_fwd_tile(const FmhaKernelConfig& c) {
   return {kBlockM, 128, kNumWarps, 2};
 }
 
+std::optional<TileShape> wgmma_sm90a_fwd_short_causal_tile(const FmhaKernelConfig& c) {
+  // Under a causal mask the tiles on the diagonal do full MMAs for about half the work, and a
+  // short problem has few tiles per row: there the long-sequence tiles lose what they gain per
+  // key. bf16, H200, batch x heads = 16384 tokens x 2048 model dim, heuristic tile -> this one
+  // (session 12):
+  //   hdim 64, 128 query rows (two consumer warpgroups) instead of 192: S 512 causal 213.6 ->
+  //     234.7 TFLOP/s, S 1024 277.6 -> 297.6; it loses at S 2048 (378.9 -> 347.2) and without a
+  //     mask (S 512 375.0 -> 344.8). 192 rows also leave S 512 with a partial third tile.
+  //   hdim 256, 64 keys instead of 80: S 512 causal 256.8 -> 274.4, S 1024 357.8 -> 367.9; it
+  //     loses at S 2048 (518.6 -> 512.4), S 4096 (612.5 -> 596.4) and without a mask at S 1024.
+  //   hdim 128, 64 keys instead of 128: slower at every length measured (S 512 causal 290.1 ->
+  //     264.1); hdim 192 was not measured.
+  if (c.family != Family::fwd) return std::nullopt;
+  if (c.hdim_q == 64) return TileShape{kBlockM, 128, kNumWarps, 2};
+  if (c.hdim_q == 256) return TileShape{kBlockM, 64, kNumWarps, 2};
+  return std::nullopt;
+}
+
 TileShape wgmma_sm90a_bwd_tile(const FmhaKernelConfig& c) {
   // Two Q/dO stages: the next tile lands while this one's five GEMMs run (~195 KB of 227). At
   // hdim 256 shared memory (~226 KB) holds either two Q stages or one Q stage and a second dQ

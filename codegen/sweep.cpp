@@ -1,5 +1,6 @@
 #include "codegen/sweep.hpp"
 
+#include <optional>
 #include <set>
 
 #include "codegen/heuristics.hpp"
@@ -64,16 +65,25 @@ std::vector<SweepItem> plan_sweep(const nlohmann::json& document) {
   for (auto& point : expand_sweep(document)) {
     SweepItem item;
     item.point = point;
+    std::optional<ProblemTileVariant> variant;
     try {
       const FmhaKernelConfig given = config_from_json(point);
       item.config = canonicalize(given);
       item.impl_fallback = impl_fallback_reason(given);
       item.valid = true;
+      variant = problem_tile_variant(given);
       if (!seen.insert(to_json(item.config).dump()).second) continue;
     } catch (const Error& e) {
       item.skip_reason = e.what();
     }
+    // A runner of this config runs short causal problems on its tile variant: prebuild that too,
+    // so that a warmed cache serves every problem without a compile.
+    SweepItem extra = item;
     items.push_back(std::move(item));
+    if (variant) {
+      extra.config = canonicalize(variant->config);
+      if (seen.insert(to_json(extra.config).dump()).second) items.push_back(std::move(extra));
+    }
   }
   return items;
 }

@@ -2,6 +2,8 @@
 // shared-memory footprint each implies (used by the heuristic and by the launch plan).
 #pragma once
 
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -45,6 +47,10 @@ bool is_hopper(const ArchInfo& arch);
 const std::vector<int>& wgmma_sm90a_hdims(Family family);
 std::string wgmma_sm90a_gap(const FmhaKernelConfig& config);
 TileShape wgmma_sm90a_fwd_tile(const FmhaKernelConfig& config);
+// Short causal problems: neither length above kShortCausalSeqlen. The forward's tile for them
+// where it differs from wgmma_sm90a_fwd_tile (hdim 64 and 256), else nullopt.
+inline constexpr std::int64_t kShortCausalSeqlen = 1024;
+std::optional<TileShape> wgmma_sm90a_fwd_short_causal_tile(const FmhaKernelConfig& config);
 void check_wgmma_sm90a_fwd_tile(const ArchInfo& arch, const FmhaKernelConfig& c);
 // FmhaFwdSm90aShape::kSmemBytes of templates/fwd/fmha_fwd_sm90a.h.
 int wgmma_sm90a_fwd_smem_bytes(const FmhaKernelConfig& c);

@@ -1,11 +1,13 @@
 #include "dispatcher/runner.hpp"
 
 #include <mutex>
+#include <optional>
 #include <shared_mutex>
 #include <type_traits>
 #include <unordered_map>
 
 #include "cache/memory_cache.hpp"
+#include "codegen/heuristics.hpp"
 #include "dispatcher/device/device_api.hpp"
 #include "dispatcher/launch.hpp"
 #include "dispatcher/plan.hpp"
@@ -29,8 +31,11 @@ cache::MemoryCache<LoadedModule>& loaded_modules() {
 
 class KernelRunner final : public FmhaRunner {
  public:
-  explicit KernelRunner(std::shared_ptr<const CompiledKernel> kernel)
-      : kernel_(std::move(kernel)) {}
+  KernelRunner(const FmhaKernelConfig& requested, std::filesystem::path cache_root,
+               std::shared_ptr<const CompiledKernel> kernel)
+      : kernel_(std::move(kernel)),
+        cache_root_(std::move(cache_root)),
+        variant_config_(codegen::problem_tile_variant(requested)) {}
 
   const FmhaKernelConfig& config() const override { return kernel_->config; }
   const std::string& key() const override { return kernel_->key; }
@@ -44,8 +49,25 @@ class KernelRunner final : public FmhaRunner {
 
   void check(const FmhaProblem& problem) const override { check_problem(config(), problem); }
 
+  FmhaRunner& runner_for(const FmhaProblem& problem) override {
+    if (!variant_config_ || !variant_config_->applies(problem)) return *this;
+    std::lock_guard lock(variant_mutex_);
+    if (!variant_) {
+      // The variant's config sets every tile field, so it has no variant of its own.
+      variant_ = std::make_shared<KernelRunner>(
+          variant_config_->config, cache_root_,
+          obtain_kernel(variant_config_->config, cache_root_).kernel);
+      if (gpu_available()) variant_->load();
+    }
+    return *variant_;
+  }
+
   void run_fwd(const FmhaProblem& problem, const FwdTensors& tensors, void* stream,
                const StageHook* hook) override {
+    if (FmhaRunner& r = runner_for(problem); &r != this) {
+      r.run_fwd(problem, tensors, stream, hook);
+      return;
+    }
     require_family(Family::fwd, "run_fwd");
     check(problem);
     FmhaFwdParams params = make_fwd_params(config(), problem, tensors);
@@ -152,6 +174,12 @@ class KernelRunner final : public FmhaRunner {
   }
 
   std::shared_ptr<const CompiledKernel> kernel_;
+  const std::filesystem::path cache_root_;
+  // The tile variant of the config as given (codegen/heuristics.hpp), and its runner once a
+  // problem it applies to has run. A mutex of its own: obtaining it may compile for a second.
+  const std::optional<codegen::ProblemTileVariant> variant_config_;
+  std::mutex variant_mutex_;
+  std::shared_ptr<KernelRunner> variant_;
   mutable std::mutex mutex_;
   std::shared_ptr<const LoadedModule> module_;
   DeviceBuffer workspace_;
@@ -182,7 +210,7 @@ std::unordered_map<std::string, std::shared_ptr<FmhaRunner>> memo;
 std::shared_ptr<FmhaRunner> make_runner(const FmhaKernelConfig& config,
                                         const std::filesystem::path& cache_root,
                                         std::shared_ptr<const CompiledKernel> kernel) {
-  auto runner = std::make_shared<KernelRunner>(std::move(kernel));
+  auto runner = std::make_shared<KernelRunner>(config, cache_root, std::move(kernel));
   std::unique_lock lock(memo_mutex);
   return memo.try_emplace(memo_key(config, cache_root), runner).first->second;
 }

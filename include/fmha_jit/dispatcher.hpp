@@ -79,7 +79,15 @@ class FmhaRunner {
   // Throws FieldError (invalid_problem) when the kernel cannot run the problem (hdim or mask kind
   // differs, sizes invalid). Cheap; run_* call it too.
   virtual void check(const FmhaProblem& problem) const = 0;
-  // Launches asynchronously on `stream` (a CUstream / hipStream_t; null = default stream).
+  // The runner of the kernel that runs `problem`: this one, or, when the config left its tiles to
+  // the heuristic and the problem is one a tile variant measured faster on (short causal forwards
+  // on Hopper: codegen::problem_tile_variant), the variant's. Its config(), key() and
+  // kernel_symbols() name that kernel. The variant is obtained on first use (memory, disk cache
+  // or compile) and loaded when a GPU is present, so a caller may take that cost before timing;
+  // run_* do the same. Throws as setup does (FieldError, CompileError, ...).
+  virtual FmhaRunner& runner_for(const FmhaProblem& problem) = 0;
+  // Launches asynchronously on `stream` (a CUstream / hipStream_t; null = default stream), with
+  // the kernel of runner_for(problem).
   virtual void run_fwd(const FmhaProblem& problem, const FwdTensors& tensors,
                        void* stream = nullptr, const StageHook* stage_hook = nullptr) = 0;
   virtual void run_bwd(const FmhaProblem& problem, const BwdTensors& tensors,

@@ -84,6 +84,44 @@ TEST_CASE("gpu sm90a fwd: two consumer warpgroups at hdim 64 (128 query rows)", 
   }
 }
 
+TEST_CASE("gpu sm90a fwd: short causal problems run on the tile variant; the long tile too",
+          "[gpu]") {
+  // The cases above leave tiles to the heuristic, so their causal problems up to
+  // kShortCausalSeqlen ran on the variant (hdim 64: 128 rows; hdim 256: 64 keys). Here: the runner
+  // picks it only there, and the long-sequence tiles, asked for explicitly, still pass at those
+  // sizes.
+  if (!test::on_hopper()) return;
+  std::uint32_t seed = 37000;
+  for (int hdim : {64, 256}) {
+    FmhaKernelConfig c;
+    c.arch = detect_gpu_arch();
+    c.hdim_q = c.hdim_v = hdim;
+    c.mask = MaskKind::causal_top_left;
+    const auto r = setup_fmha_dispatcher(c);
+    REQUIRE(r.success);
+    FmhaProblem p;
+    p.hdim_q = p.hdim_v = hdim;
+    p.seqlen_q = p.seqlen_k = codegen::kShortCausalSeqlen;
+    FmhaRunner& short_runner = r.runner->runner_for(p);
+    CHECK(&short_runner != r.runner.get());
+    CHECK(short_runner.loaded());
+    CHECK(short_runner.key() != r.key);
+    CHECK(short_runner.config().block_m == 128);
+    CHECK(short_runner.config().block_n == (hdim == 64 ? 128 : 64));
+    CHECK(&r.runner->runner_for(p) == &short_runner);  // obtained once
+    p.seqlen_q = p.seqlen_k = codegen::kShortCausalSeqlen + 1;
+    CHECK(&r.runner->runner_for(p) == r.runner.get());
+    for (MaskKind mask : {MaskKind::causal_top_left, MaskKind::causal_bottom_right}) {
+      for (auto [sq, sk] : std::vector<std::pair<int, int>>{{17, 45}, {300, 1000}, {1024, 1024}}) {
+        AttentionCase a{DType::bf16, hdim, hdim, mask, 2, 4, 2, sq, sk, Layout::bhsd};
+        a.block_m = r.config.block_m;
+        a.block_n = r.config.block_n;
+        test::check_forward(a, KernelImpl::wgmma_sm90a, seed++);
+      }
+    }
+  }
+}
+
 TEST_CASE("gpu sm90a fwd: auto picks wgmma_sm90a on this GPU and falls back where it must",
           "[gpu]") {
   if (!test::on_hopper()) return;

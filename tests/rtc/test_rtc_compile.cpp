@@ -8,6 +8,7 @@
 
 #include "cache/disk_cache.hpp"
 #include "cache/file_io.hpp"
+#include "codegen/heuristics.hpp"
 #include "codegen/rtc/compiler.hpp"
 #include "codegen/tile_shapes.hpp"
 #include "dispatcher/pipeline.hpp"
@@ -336,6 +337,10 @@ void require_hopper_kernels_without_spills(Family family) {
         }
       }
     }
+  }
+  // Short causal forwards run on a tile variant (codegen::problem_tile_variant): shipped too.
+  for (std::size_t i = 0, n = configs.size(); i < n; ++i) {
+    if (const auto v = codegen::problem_tile_variant(configs[i])) configs.push_back(v->config);
   }
   const auto manifests = compile_all(configs, tmp.path());
   for (std::size_t i = 0; i < configs.size(); ++i) {

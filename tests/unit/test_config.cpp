@@ -440,3 +440,59 @@ TEST_CASE("config: the Hopper forward (wgmma_sm90a) and when auto falls back", "
   bad.num_stages = 3;
   CHECK(rejected_field(bad) == "(accepted)");
 }
+
+TEST_CASE("config: short causal forwards on Hopper get a tile variant", "[config]") {
+  FmhaKernelConfig c;
+  c.family = Family::fwd;
+  c.arch = "sm_90";
+  c.mask = MaskKind::causal_top_left;
+  c.hdim_q = c.hdim_v = 256;
+  auto v = codegen::problem_tile_variant(c);
+  REQUIRE(v);
+  // 64 keys instead of 80; its own canonical config (and so its own key and cache entry).
+  CHECK(v->config.impl == KernelImpl::wgmma_sm90a);
+  CHECK(canonicalize(v->config).block_n == 64);
+  CHECK(canonicalize(c).block_n == 80);
+  CHECK(canonicalize(v->config).arch == "sm_90a");
+  FmhaProblem p;
+  p.hdim_q = p.hdim_v = 256;
+  p.seqlen_q = p.seqlen_k = codegen::kShortCausalSeqlen;
+  CHECK(v->applies(p));
+  p.seqlen_k = codegen::kShortCausalSeqlen + 1;  // either length decides
+  CHECK_FALSE(v->applies(p));
+  p.seqlen_k = 512;
+  p.seqlen_q = 2048;
+  CHECK_FALSE(v->applies(p));
+
+  c.hdim_q = c.hdim_v = 64;  // 128 query rows (two consumer warpgroups) instead of 192
+  c.mask = MaskKind::causal_bottom_right;
+  v = codegen::problem_tile_variant(c);
+  REQUIRE(v);
+  CHECK(canonicalize(v->config).block_m == 128);
+  CHECK(canonicalize(v->config).num_warps == 12);
+  CHECK(canonicalize(c).block_m == 192);
+
+  // None where the long tile measured faster or is not the heuristic's to change.
+  auto none = [](FmhaKernelConfig x) { return !codegen::problem_tile_variant(x).has_value(); };
+  FmhaKernelConfig x = c;
+  x.hdim_q = x.hdim_v = 128;  // 64 keys measured slower at every length
+  CHECK(none(x));
+  x = c;
+  x.mask = MaskKind::none;
+  CHECK(none(x));
+  x = c;
+  x.family = Family::bwd;
+  CHECK(none(x));
+  x = c;
+  x.block_n = 128;  // a tile the user chose holds for every problem
+  CHECK(none(x));
+  x = c;
+  x.num_stages = 2;
+  CHECK(none(x));
+  x = c;
+  x.arch = "sm_80";
+  CHECK(none(x));
+  x = c;
+  x.impl = KernelImpl::mma_sm80;
+  CHECK(none(x));
+}

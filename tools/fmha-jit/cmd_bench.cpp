@@ -13,6 +13,7 @@
 #include <optional>
 #include <random>
 
+#include "codegen/heuristics.hpp"
 #include "codegen/kernel_name.hpp"
 #include "fmha_jit/fmha_jit.hpp"
 #include "tools/fmha-jit/attention_io.hpp"
@@ -264,10 +265,15 @@ std::vector<Row> measure(const Point& pt, const BenchOptions& o, const GlobalOpt
                        runner.config().lse ? static_cast<float*>(b.lse.at(s)) : nullptr});
   };
   if (fwd) {
+    // The kernel that runs this problem (a tile variant for short causal problems: runner_for),
+    // obtained before the timing; the row names it.
+    FmhaRunner& runner = fwd->runner->runner_for(p);
     Row r = make_row(pt, Family::fwd, *fwd);
+    r.setup.config = runner.config();
+    r.setup.key = runner.key();
     r.sets = b.sets;
     r.set_bytes = b.set_bytes;
-    r.ms = time_launches([&](std::size_t s) { fwd_launch(*fwd->runner, s); }, o, b.sets);
+    r.ms = time_launches([&](std::size_t s) { fwd_launch(runner, s); }, o, b.sets);
     rows.push_back(std::move(r));
   }
   if (bwd) {
@@ -349,6 +355,11 @@ std::vector<Row> plan_rows(const Point& pt) {
     if (f == Family::fwd ? !pt.time_fwd : !pt.time_bwd) continue;
     FmhaSetupResult not_run;
     not_run.config = f == Family::fwd ? pt.fwd_canonical : pt.bwd_canonical;
+    // What runner_for would pick: a short causal forward runs on its tile variant.
+    const auto variant = codegen::problem_tile_variant(pt.fwd);
+    if (f == Family::fwd && variant && variant->applies(pt.problem)) {
+      not_run.config = canonicalize(variant->config);
+    }
     rows.push_back(make_row(pt, f, std::move(not_run)));
   }
   return rows;
