@@ -76,11 +76,11 @@ std::vector<SweepItem> plan_sweep(const nlohmann::json& document) {
     } catch (const Error& e) {
       item.skip_reason = e.what();
     }
+    items.push_back(std::move(item));
     // A runner of this config runs short causal problems on its tile variant: prebuild that too,
     // so that a warmed cache serves every problem without a compile.
-    SweepItem extra = item;
-    items.push_back(std::move(item));
     if (variant) {
+      SweepItem extra = items.back();
       extra.config = canonicalize(variant->config);
       if (seen.insert(to_json(extra.config).dump()).second) items.push_back(std::move(extra));
     }

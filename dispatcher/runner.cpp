@@ -51,6 +51,7 @@ class KernelRunner final : public FmhaRunner {
 
   FmhaRunner& runner_for(const FmhaProblem& problem) override {
     if (!variant_config_ || !variant_config_->applies(problem)) return *this;
+    check(problem);  // a problem neither kernel can run must not cost a compile
     std::lock_guard lock(variant_mutex_);
     if (!variant_) {
       // The variant's config sets every tile field, so it has no variant of its own.
@@ -64,11 +65,11 @@ class KernelRunner final : public FmhaRunner {
 
   void run_fwd(const FmhaProblem& problem, const FwdTensors& tensors, void* stream,
                const StageHook* hook) override {
+    require_family(Family::fwd, "run_fwd");
     if (FmhaRunner& r = runner_for(problem); &r != this) {
       r.run_fwd(problem, tensors, stream, hook);
       return;
     }
-    require_family(Family::fwd, "run_fwd");
     check(problem);
     FmhaFwdParams params = make_fwd_params(config(), problem, tensors);
     if (config().impl == KernelImpl::wgmma_sm90a) {

@@ -84,7 +84,8 @@ class FmhaRunner {
   // on Hopper: codegen::problem_tile_variant), the variant's. Its config(), key() and
   // kernel_symbols() name that kernel. The variant is obtained on first use (memory, disk cache
   // or compile) and loaded when a GPU is present, so a caller may take that cost before timing;
-  // run_* do the same. Throws as setup does (FieldError, CompileError, ...).
+  // run_fwd does the same. Throws as check() does for a problem the kernel cannot run (before
+  // any compile), else as setup does (CompileError, ...).
   virtual FmhaRunner& runner_for(const FmhaProblem& problem) = 0;
   // Launches asynchronously on `stream` (a CUstream / hipStream_t; null = default stream), with
   // the kernel of runner_for(problem).

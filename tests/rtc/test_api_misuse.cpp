@@ -151,3 +151,31 @@ TEST_CASE("api misuse: a correct launch without a GPU is a device_unavailable er
     CHECK_THAT(std::string(e.what()), Catch::Contains("needs a GPU"));
   }
 }
+
+TEST_CASE("api misuse: runner_for checks the problem before it compiles the tile variant",
+          "[rtc]") {
+  // Works without a GPU: the variant is compiled and cached, and loaded only where a GPU exists.
+  test::TempDir tmp;
+  FmhaKernelConfig c;
+  c.arch = "sm_90";
+  c.hdim_q = c.hdim_v = 256;
+  c.mask = MaskKind::causal_top_left;
+  const auto r = setup_fmha_dispatcher(c, {.cache_dir = tmp.path(), .load = false});
+  REQUIRE(r.success);
+  FmhaProblem p = problem64();  // 16 x 16: a short causal problem, at the wrong hdim
+  expect_field_error([&] { r.runner->runner_for(p); }, ErrorCode::invalid_problem, "hdim_q", "64",
+                     "256 (the kernel's hdim_q)");
+  std::size_t entries = 0;
+  for (const auto& e : fs::recursive_directory_iterator(tmp.path())) {
+    entries += e.path().filename() == "manifest.json";
+  }
+  CHECK(entries == 1);  // the config's own kernel only
+  p.hdim_q = p.hdim_v = 256;
+  FmhaRunner& variant = r.runner->runner_for(p);
+  CHECK(&variant != r.runner.get());
+  CHECK(variant.config().block_n == 64);
+  CHECK(variant.key() != r.key);
+  CHECK(fs::exists(tmp.path() / "v1" / "entries" / variant.key().substr(0, 2) / variant.key()));
+  p.seqlen_q = p.seqlen_k = 4096;
+  CHECK(&r.runner->runner_for(p) == r.runner.get());
+}
