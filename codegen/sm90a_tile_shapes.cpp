@@ -96,7 +96,8 @@ std::optional<TileShape> wgmma_sm90a_fwd_short_causal_tile(const FmhaKernelConfi
   //   hdim 256, 64 keys instead of 80: S 512 causal 256.8 -> 274.4, S 1024 357.8 -> 367.9; it
   //     loses at S 2048 (518.6 -> 512.4), S 4096 (612.5 -> 596.4) and without a mask at S 1024.
   //   hdim 128, 64 keys instead of 128: slower at every length measured (S 512 causal 290.1 ->
-  //     264.1); hdim 192 was not measured.
+  //     264.1). hdim 192, 64 keys instead of 80: even at S 512 / 1024 (259.1 -> 260.4, 352.3 ->
+  //     353.9), slower at S 2048 (495.6 -> 489.8); its two Q buffers leave no round trip to hide.
   if (c.family != Family::fwd) return std::nullopt;
   if (c.hdim_q == 64) return TileShape{kBlockM, 128, kNumWarps, 2};
   if (c.hdim_q == 256) return TileShape{kBlockM, 64, kNumWarps, 2};
