@@ -15,7 +15,7 @@ namespace fmha_jit::dispatch {
 static_assert(sizeof(FmhaStrides) == 24);
 static_assert(sizeof(FmhaFwdParams) == 5 * 8 + 4 * 24 + 9 * 4 + 4);
 static_assert(sizeof(FmhaTensorMap) == 128 && alignof(FmhaTensorMap) == 64);
-static_assert(sizeof(FmhaFwdSm90Params) == 4 * 128 + 192);
+static_assert(sizeof(FmhaFwdSm90Params) == 4 * 128 + 256);
 static_assert(offsetof(FmhaBwdSm90Params, bwd) == 5 * 128);
 static_assert(static_cast<int>(MaskKind::none) == FMHA_MASK_NONE);
 static_assert(static_cast<int>(MaskKind::causal_top_left) == FMHA_MASK_CAUSAL_TOP_LEFT);
@@ -155,6 +155,11 @@ FmhaBwdParams make_bwd_params(const FmhaKernelConfig& c, const FmhaProblem& p, c
   if (w.semaphores != BwdWorkspaceLayout::npos) {
     params.semaphores = reinterpret_cast<int*>(base + w.semaphores);
   }
+  if (w.split_dkdv != BwdWorkspaceLayout::npos) {
+    params.split_dkdv = reinterpret_cast<float*>(base + w.split_dkdv);
+    params.split_counters = reinterpret_cast<int*>(base + w.split_counters);
+  }
+  // split_parts = 0 until the runner sets the device's choice (bwd_split_tail).
   params.det_group_heads = 1;  // the runner sets the device's choice (det_group_heads)
   params.det_asc_pairs = det_asc_pairs(c, p);
   return params;

@@ -3,6 +3,7 @@
 
 #include "common/fmha_params.h"
 #include "dispatcher/device/device_api.hpp"
+#include "dispatcher/plan.hpp"
 #include "fmha_jit/config.hpp"
 #include "fmha_jit/dispatcher.hpp"
 #include "fmha_jit/problem.hpp"
@@ -15,10 +16,12 @@ void check_problem(const FmhaKernelConfig& canonical, const FmhaProblem& problem
 // Throw FieldError (invalid_argument) for null, misaligned or missing pointers / strides.
 FmhaFwdParams make_fwd_params(const FmhaKernelConfig& canonical, const FmhaProblem& problem,
                               const FwdTensors& tensors);
-// The wgmma_sm90a forward's parameters: `fwd` (from make_fwd_params) and the tensor maps of Q, K,
-// V and O encoded by `api` (dispatcher/launch_sm90a.cpp).
+// The wgmma_sm90a forward's parameters: `fwd` (from make_fwd_params), the tensor maps of Q, K,
+// V and O encoded by `api` (dispatcher/launch_sm90a.cpp), and the split tail round with its
+// workspace of split.workspace_bytes (null when split.tiles is 0).
 FmhaFwdSm90Params make_fwd_sm90a_params(const FmhaKernelConfig& canonical, const FmhaFwdParams& fwd,
-                                        device::DeviceApi& api);
+                                        device::DeviceApi& api, const FwdSplitTail& split,
+                                        void* split_workspace);
 FmhaBwdParams make_bwd_params(const FmhaKernelConfig& canonical, const FmhaProblem& problem,
                               const BwdTensors& tensors, void* workspace);
 // The wgmma_sm90a backward's parameters: `bwd` (from make_bwd_params, with its workspace) and the

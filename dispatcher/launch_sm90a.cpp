@@ -75,7 +75,8 @@ FmhaBwdSm90Params make_bwd_sm90a_params(const FmhaKernelConfig& c, const FmhaBwd
 }
 
 FmhaFwdSm90Params make_fwd_sm90a_params(const FmhaKernelConfig& c, const FmhaFwdParams& fwd,
-                                        device::DeviceApi& api) {
+                                        device::DeviceApi& api, const FwdSplitTail& split,
+                                        void* split_workspace) {
   FmhaFwdSm90Params params{};
   const int hdim = c.hdim_q;
   params.q_map = tensor_map(api, c.dtype, fwd.q, fwd.q_strides, hdim, fwd.seqlen_q, fwd.nhead_q,
@@ -90,6 +91,15 @@ FmhaFwdSm90Params make_fwd_sm90a_params(const FmhaKernelConfig& c, const FmhaFwd
   params.fwd = fwd;
   params.num_m_blocks = (fwd.seqlen_q + c.block_m - 1) / c.block_m;
   params.num_tiles = params.num_m_blocks * fwd.nhead_q * fwd.batch;
+  if (split.tiles > 0) {
+    auto* base = static_cast<unsigned char*>(split_workspace);
+    params.split_counters = reinterpret_cast<int*>(base);
+    params.split_partials = reinterpret_cast<float*>(base + split.partials_offset);
+    params.split_round = split.round;
+    params.split_tiles = split.tiles;
+    params.split_blocks = split.blocks;
+    params.split_ctas = split.ctas;
+  }
   return params;
 }
 

@@ -54,10 +54,16 @@ std::vector<StageLaunch> plan_stages(const FmhaKernelConfig& c, const FmhaProble
                                       u32(p.batch)};
     // The deterministic Hopper kernels order their CTAs themselves, in one dimension (templates/
     // bwd/fmha_bwd_sm90a_schedule.h, fmha_bwd_key_tile_cta); check_problem bounds their count.
+    // So do the split tails of the atomic ones (bwd_split_tail): whole key tiles, then parts.
     const std::int64_t tiles = key_tiles(c, p);
-    const device::Dim3 per_key_tile = c.deterministic && c.impl == KernelImpl::wgmma_sm90a
-                                          ? device::Dim3{u32(tiles * p.nhead_k * p.batch), 1, 1}
-                                          : device::Dim3{u32(tiles), u32(p.nhead_k), u32(p.batch)};
+    const BwdSplitTail split = bwd_split_tail(c, p, multiprocessors);
+    device::Dim3 per_key_tile{u32(tiles), u32(p.nhead_k), u32(p.batch)};
+    if (c.deterministic && c.impl == KernelImpl::wgmma_sm90a) {
+      per_key_tile = {u32(tiles * p.nhead_k * p.batch), 1, 1};
+    } else if (split.tiles > 0) {
+      per_key_tile = {u32(split.first + static_cast<std::int64_t>(split.tiles) * split.parts), 1,
+                      1};
+    }
     for (codegen::StageRole role : codegen::stage_roles(c)) {
       const bool per_key = role == codegen::StageRole::bwd_dq_dk_dv;
       stages.push_back({role,
@@ -101,6 +107,90 @@ int det_group_heads(const FmhaKernelConfig& c, const FmhaProblem& p, int multipr
   return static_cast<int>(std::min<std::int64_t>(multiprocessors / tiles, pairs));
 }
 
+FwdSplitTail fwd_split_tail(const FmhaKernelConfig& c, const FmhaProblem& p, int multiprocessors) {
+  FwdSplitTail split;
+  // Only without a mask does every tile see the same keys, so that equal key ranges are equal
+  // work; the causal lists put their lightest tiles last already (fmha_fwd_sm90a_tile_index).
+  if (c.impl != KernelImpl::wgmma_sm90a || c.family != Family::fwd || c.mask != MaskKind::none ||
+      multiprocessors <= 0) {
+    return split;
+  }
+  const std::int64_t tiles = (p.seqlen_q + c.block_m - 1) / c.block_m * p.nhead_q * p.batch;
+  const std::int64_t rest = tiles % multiprocessors;
+  const std::int64_t blocks = (p.seqlen_k + c.block_n - 1) / c.block_n;
+  // Split only where the round it saves is worth more than what a segment adds: a Q load that
+  // no earlier tile hides, the partial O written and read back, and the combine in the tile's
+  // last warpgroup. Without a split grid - rest SMs idle for a tile of `blocks` key blocks;
+  // split, every SM idles (grid - rest) / grid of that, which is what the rule compares.
+  // Measured (bf16, H200, session 13 call 3, same call, main -> split), saved blocks per SM:
+  // hdim 256 S 2048 6.3 (-1.3 %), hdim 128 S 2048 7.8 (-1 %), hdim 64 S 8192 9.7 (+0.2 %),
+  // hdim 64 S 2048 10.7 (+2.7 %), hdim 256 S 4096 12.6 (+1.2 %), hdim 128 S 4096 15.5 (+0.8 %),
+  // S 8192 / 16384 at every hdim +0.2 to +3 %.
+  constexpr std::int64_t kMinSavedBlocks = 9;
+  // The kernel ranges the split blocks in 32-bit arithmetic (its producer has 24 registers).
+  constexpr std::int64_t kMaxIndex = std::int64_t{1} << 31;
+  const std::int64_t ctas = std::min<std::int64_t>(multiprocessors, rest * blocks);
+  if (tiles <= multiprocessors || rest == 0 ||
+      (multiprocessors - rest) * blocks < kMinSavedBlocks * multiprocessors ||
+      (rest * blocks + 1) * ctas >= kMaxIndex) {
+    return split;
+  }
+  split.round = static_cast<int>(tiles / multiprocessors);
+  split.tiles = static_cast<int>(rest);
+  split.blocks = static_cast<int>(blocks);
+  split.ctas = static_cast<int>(ctas);
+  const std::size_t consumers = static_cast<std::size_t>(c.block_m / 64);
+  // FmhaFwdSm90aPartial: per thread hdim_v / 2 accumulators and 4 row statistics, for 128
+  // threads of each consumer warpgroup, of two segments of each CTA.
+  const std::size_t slot_bytes = 128 * (static_cast<std::size_t>(c.hdim_v) / 2 + 4) * sizeof(float);
+  split.counters_bytes = static_cast<std::size_t>(rest) * consumers * sizeof(int);
+  split.partials_offset = align_up(split.counters_bytes, 256);
+  split.workspace_bytes =
+      split.partials_offset + static_cast<std::size_t>(ctas) * 2 * consumers * slot_bytes;
+  return split;
+}
+
+bool bwd_split_eligible(const FmhaKernelConfig& c) {
+  // The hdim 256 kernel has no split (its rows measured well ahead of cuDNN without one), the
+  // deterministic mode's chains fix the order of every addition, and under a mask the key tiles
+  // differ in work, so equal parts would not even out the wave.
+  return c.impl == KernelImpl::wgmma_sm90a && c.family == Family::bwd && !c.deterministic &&
+         c.mask == MaskKind::none && c.hdim_q <= 128;
+}
+
+BwdSplitTail bwd_split_tail(const FmhaKernelConfig& c, const FmhaProblem& p, int multiprocessors) {
+  BwdSplitTail split;
+  if (!bwd_split_eligible(c) || multiprocessors <= 0) return split;
+  const std::int64_t tiles = key_tiles(c, p) * p.nhead_k * p.batch;
+  const std::int64_t rest = tiles % multiprocessors;
+  if (tiles <= multiprocessors || rest == 0 || rest > kBwdMaxSplitTiles) return split;
+  // A key tile's iterations (query tiles of every query head of its group), and the last wave's
+  // time in iterations when its `rest` tiles run as k parts each: ceil(rest k / SMs) rounds of
+  // parts of n / k iterations plus a part's own cost (K and V loaded again, the pipeline filled
+  // and drained, dK / dV added to the workspace: about two iterations' time at hdim 128, a guess
+  // to be measured). Whole, the wave takes n iterations.
+  const std::int64_t n =
+      static_cast<std::int64_t>(p.nhead_q / p.nhead_k) * ((p.seqlen_q + c.block_m - 1) / c.block_m);
+  constexpr std::int64_t kPartCostIters = 2;
+  constexpr std::int64_t kMaxParts = 16;
+  std::int64_t best_cost = n, best_parts = 0;
+  for (std::int64_t k = 2; k <= kMaxParts && k <= n; ++k) {
+    const std::int64_t rounds = (rest * k + multiprocessors - 1) / multiprocessors;
+    const std::int64_t cost = rounds * ((n + k - 1) / k + kPartCostIters);
+    if (cost < best_cost) {
+      best_cost = cost;
+      best_parts = k;
+    }
+  }
+  // Split only where the wave saves at least this many iterations (a guess to be measured).
+  constexpr std::int64_t kMinSavedIters = 8;
+  if (best_parts == 0 || n - best_cost < kMinSavedIters) return split;
+  split.first = static_cast<int>(tiles - rest);
+  split.tiles = static_cast<int>(rest);
+  split.parts = static_cast<int>(best_parts);
+  return split;
+}
+
 int det_asc_pairs(const FmhaKernelConfig& c, const FmhaProblem& p) {
   // One under causal masks when there are at most 16 (kv head, batch) pairs: the last pair's
   // largest key tiles then start first instead of last (fmha_bwd_key_tile_cta). The tail they
@@ -140,6 +230,18 @@ BwdWorkspaceLayout bwd_workspace_layout(const FmhaKernelConfig& c, const FmhaPro
       w.semaphores = place(w.semaphores_bytes);
     }
   }
+  if (bwd_split_eligible(c)) {
+    // A launch of t key tiles on s SMs splits only t mod s < s tiles, and only when t > s; so
+    // at most (t - 1) / 2 of them, whatever the GPU.
+    const std::int64_t launch_tiles = key_tiles(c, p) * p.nhead_k * p.batch;
+    const auto tiles =
+        static_cast<std::size_t>(std::min<std::int64_t>((launch_tiles - 1) / 2, kBwdMaxSplitTiles));
+    const std::size_t start = offset;
+    w.split_dkdv = place(tiles * static_cast<std::size_t>(c.block_n) *
+                         static_cast<std::size_t>(c.hdim_q + c.hdim_v) * sizeof(float));
+    w.split_counters = place(tiles * sizeof(int));
+    w.split_bytes = offset - start;
+  }
   w.total = offset;
   return w;
 }
@@ -167,7 +269,8 @@ BwdWorkspaceSize bwd_workspace_size(const FmhaProblem& problem, const FmhaKernel
   auto rounded = [](std::size_t bytes) { return dispatch::align_up(bytes, 256); };
   s.dq_accum = rounded(w.dq_accum_bytes);
   s.semaphores = rounded(w.semaphores_bytes);
-  s.d_rowsum = s.total - s.dq_accum - s.semaphores;
+  s.split_tail = w.split_bytes;
+  s.d_rowsum = s.total - s.dq_accum - s.semaphores - s.split_tail;
   return s;
 }
 

@@ -42,6 +42,40 @@ int det_group_heads(const FmhaKernelConfig& canonical, const FmhaProblem& proble
 // key-tile chains in increasing order (FmhaBwdParams::det_asc_pairs, same place for why).
 int det_asc_pairs(const FmhaKernelConfig& canonical, const FmhaProblem& problem);
 
+// wgmma_sm90a forward without a mask: whether the persistent CTAs split the last round's tiles by
+// keys (FmhaFwdSm90Params::split_*, templates/fwd/fmha_fwd_sm90a_split.h), and the scratch that
+// needs: the split tiles' arrival counters (which must be zero before the first launch; each
+// launch leaves them at zero), then every CTA's partial O and row statistics.
+struct FwdSplitTail {
+  int round = 0;   // the round of the split tiles; the rounds before it run whole tiles
+  int tiles = 0;   // 0: no split
+  int blocks = 0;  // key blocks of one tile
+  int ctas = 0;    // CTAs that take a range of them: min(SMs, tiles x blocks)
+  std::size_t counters_bytes = 0;
+  std::size_t partials_offset = 0;  // 256-byte aligned, after the counters
+  std::size_t workspace_bytes = 0;
+};
+FwdSplitTail fwd_split_tail(const FmhaKernelConfig& canonical, const FmhaProblem& problem,
+                            int multiprocessors);
+
+// wgmma_sm90a backward, atomic mode, hdim 64 / 128, without a mask: whether stage 2 splits the
+// key tiles of its launch's last partial wave into parts over their query tiles
+// (FmhaBwdParams::split_*, templates/bwd/fmha_bwd_sm90a_schedule.h), and into how many.
+struct BwdSplitTail {
+  int first = 0;  // linear index of the first split key tile
+  int tiles = 0;  // 0: no split
+  int parts = 0;
+};
+// The split tiles' workspace is sized without the device (bwd_workspace_size has none): for at
+// most this many tiles, more than the multiprocessors of any sm_90 GPU (the split tiles are
+// fewer than those).
+inline constexpr int kBwdMaxSplitTiles = 144;
+// Whether the kernel of `canonical` may split on some GPU (then the workspace holds the split
+// tiles' blocks).
+bool bwd_split_eligible(const FmhaKernelConfig& canonical);
+BwdSplitTail bwd_split_tail(const FmhaKernelConfig& canonical, const FmhaProblem& problem,
+                            int multiprocessors);
+
 // Byte offsets of the backward's fp32 scratch tensors inside one workspace allocation; each starts
 // on a 256-byte boundary (the alignment cudaMalloc gives, and enough for vector accesses).
 struct BwdWorkspaceLayout {
@@ -51,6 +85,9 @@ struct BwdWorkspaceLayout {
   static constexpr std::size_t npos = static_cast<std::size_t>(-1);
   std::size_t dq_accum = npos, dq_accum_bytes = 0;
   std::size_t semaphores = npos, semaphores_bytes = 0;
+  // wgmma_sm90a split tail (bwd_split_eligible): fp32 dK / dV blocks of kBwdMaxSplitTiles key
+  // tiles at most, then their counters; stage 1 clears them every launch.
+  std::size_t split_dkdv = npos, split_counters = npos, split_bytes = 0;
   std::size_t total = 0;
 };
 BwdWorkspaceLayout bwd_workspace_layout(const FmhaKernelConfig& canonical,

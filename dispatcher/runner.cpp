@@ -73,8 +73,10 @@ class KernelRunner final : public FmhaRunner {
     check(problem);
     FmhaFwdParams params = make_fwd_params(config(), problem, tensors);
     if (config().impl == KernelImpl::wgmma_sm90a) {
-      FmhaFwdSm90Params hopper =
-          make_fwd_sm90a_params(config(), params, device::require_device("run_fwd"));
+      device::DeviceApi& api = device::require_device("run_fwd");
+      const FwdSplitTail split = fwd_split_tail(config(), problem, api.multiprocessor_count());
+      void* scratch = split.tiles > 0 ? split_workspace(split.workspace_bytes, stream) : nullptr;
+      FmhaFwdSm90Params hopper = make_fwd_sm90a_params(config(), params, api, split, scratch);
       launch_all(problem, &hopper, stream, hook);
       return;
     }
@@ -104,6 +106,10 @@ class KernelRunner final : public FmhaRunner {
     FmhaBwdParams params = make_bwd_params(config(), problem, tensors, workspace);
     device::DeviceApi& api = device::require_device("run_bwd");
     params.det_group_heads = det_group_heads(config(), problem, api.multiprocessor_count());
+    const BwdSplitTail split = bwd_split_tail(config(), problem, api.multiprocessor_count());
+    params.split_first = split.first;
+    params.split_tiles = split.tiles;
+    params.split_parts = split.parts;
     if (config().impl == KernelImpl::wgmma_sm90a) {
       FmhaBwdSm90Params hopper = make_bwd_sm90a_params(config(), params, api);
       launch_all(problem, &hopper, stream, hook);
@@ -174,6 +180,20 @@ class KernelRunner final : public FmhaRunner {
     return workspace_.data();
   }
 
+  // The forward's split tail scratch (dispatcher/plan.hpp, FwdSplitTail), one per stream: its
+  // counters live across launches, so two streams must not share them. Zeroed when allocated;
+  // every launch leaves the counters at zero. Growing waits for that stream.
+  void* split_workspace(std::size_t bytes, void* stream) {
+    std::lock_guard lock(mutex_);
+    DeviceBuffer& buffer = split_workspaces_[stream];
+    if (buffer.size() < bytes) {
+      if (buffer.data()) device_synchronize(stream);
+      buffer = DeviceBuffer(bytes);
+      buffer.fill(0);
+    }
+    return buffer.data();
+  }
+
   std::shared_ptr<const CompiledKernel> kernel_;
   const std::filesystem::path cache_root_;
   // The tile variant of the config as given (codegen/heuristics.hpp), and its runner once a
@@ -184,6 +204,7 @@ class KernelRunner final : public FmhaRunner {
   mutable std::mutex mutex_;
   std::shared_ptr<const LoadedModule> module_;
   DeviceBuffer workspace_;
+  std::unordered_map<void*, DeviceBuffer> split_workspaces_;
 };
 
 // Memo of runners by the raw bytes of the config as given plus the cache root: building this key

@@ -101,9 +101,13 @@ class FmhaRunner {
 //   d_rowsum:   D = rowsum(dO * O), fp32 per query row (every impl);
 //   dq_accum:   fp32 dQ sums the key tiles add into (mma_sm80);
 //   semaphores: one arrival counter per query tile ordering those additions (mma_sm80,
-//               deterministic only) - the whole memory price of the deterministic mode.
+//               deterministic only) - the whole memory price of the deterministic mode;
+//   split_tail: fp32 dK and dV of the key tiles whose work the Hopper kernels split over several
+//               CTAs in the launch's last wave, and their counters (wgmma_sm90a, atomic mode,
+//               hdim <= 128, no mask; 128 keys x (hdim_q + hdim_v) floats for each of at most
+//               144 key tiles).
 struct BwdWorkspaceSize {
-  std::size_t d_rowsum = 0, dq_accum = 0, semaphores = 0, total = 0;
+  std::size_t d_rowsum = 0, dq_accum = 0, semaphores = 0, split_tail = 0, total = 0;
 };
 // Sizes for `config` (canonicalised here, so impl and tiles may be left to the heuristic). Throws
 // FieldError for an invalid config or problem.

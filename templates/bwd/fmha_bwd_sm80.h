@@ -183,6 +183,21 @@ FMHA_DEVICE void fmha_bwd_sm80_dot_do_o(const FmhaBwdParams& p) {
     const int num_m = (f.seqlen_q + kBlockM - 1) / kBlockM;
     p.semaphores[(static_cast<fmha_index_t>(b) * f.nhead_q + h) * num_m + m_block] = 0;
   }
+  // The Hopper atomic mode's split key tiles (bwd/fmha_bwd_sm90a_split.h): their fp32 dK / dV
+  // blocks and counters, a slice per CTA of this grid.
+  if (!kDeterministic && p.split_parts > 0) {
+    const int ctas = static_cast<int>(gridDim.x * gridDim.y * gridDim.z);
+    const int cta = m_block + static_cast<int>(gridDim.x) * (h + f.nhead_q * b);
+    const fmha_index_t n4 =
+        static_cast<fmha_index_t>(p.split_tiles) * 128 * (kHdimQ + kHdimV) / 4;  // float4s
+    const fmha_index_t lo = n4 * cta / ctas, hi = n4 * (cta + 1) / ctas;
+    for (fmha_index_t i = lo + tid; i < hi; i += kThreads) {
+      fmha_st_global_f32x4(p.split_dkdv + i * 4, 0.f, 0.f, 0.f, 0.f);
+    }
+    for (int i = cta * kThreads + tid; i < p.split_tiles; i += ctas * kThreads) {
+      p.split_counters[i] = 0;
+    }
+  }
 }
 
 // ---------------------------------------------------------------------------------------------

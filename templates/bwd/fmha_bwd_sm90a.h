@@ -45,6 +45,7 @@
 #include "bwd/fmha_bwd_memory_sm80.h"
 #include "bwd/fmha_bwd_sm80.h"  // stages 1 and 3
 #include "bwd/fmha_bwd_sm90a_schedule.h"
+#include "bwd/fmha_bwd_sm90a_split.h"
 #include "bwd/fmha_bwd_tiles_sm80.h"
 #include "common/copy_sm80.h"
 #include "common/fmha_params.h"
@@ -93,6 +94,7 @@ struct FmhaBwdSm90aShape {
     kProducerArrivals = 1 + 32,  // q_full / do_full: the expect-tx arrival and 32 lanes
     kConsumerWarpArrivals = 8,
     kStageCount = kStages,
+    kSplitTail = 1,  // the atomic mode may split the launch's last wave (fmha_bwd_key_tile_cta)
   };
   // Where consumer warpgroup w's 64 x 64 dQ block lies in the query tile (one block per warpgroup
   // and query tile, so round is always 0 here): first row, first column.
@@ -539,7 +541,14 @@ FMHA_DEVICE void fmha_bwd_sm90a_consume(const FmhaBwdSm90Params& P, unsigned sme
     ring.advance<Shape::kStageCount>();
   }
 
-  fmha_bwd_sm90a_store_dkdv<Element, kDChunks, kDN>(P.bwd, w, n0 + key_row, 0, dk, dv);
+  if (w.part >= 0) {
+    // A part of a split key tile: the flag word is the dS^T buffer's first, which no MMA reads
+    // once both warpgroups are at the split's first barrier.
+    fmha_bwd_sm90a_split_dkdv<Element, Shape::kBlockN, kDChunks, kDN>(P.bwd, w, key_row, dk, dv,
+                                                                      smem + Shape::kDsOffset, 2);
+  } else {
+    fmha_bwd_sm90a_store_dkdv<Element, kDChunks, kDN>(P.bwd, w, n0 + key_row, 0, dk, dv);
+  }
 }
 
 template <class Element, int kHdim, int kMaskKind, bool kDeterministic, int kBlockM, int kStages>

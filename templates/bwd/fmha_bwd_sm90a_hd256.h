@@ -79,6 +79,7 @@ struct FmhaBwdSm90aHd256Shape {
     kProducerArrivals = 1 + 32,
     kConsumerWarpArrivals = 8,
     kStageCount = kStages,
+    kSplitTail = 0,  // no split tail (fmha_bwd_key_tile_cta): its grid rows did not need one
   };
   // Where warpgroup w's 64 x 64 dQ block of round `round` lies in the query tile (the writer,
   // fmha_bwd_sm90a_write_dq): all 64 rows, columns 64 round .. of its head-dim half.

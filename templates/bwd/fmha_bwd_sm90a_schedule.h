@@ -42,12 +42,22 @@
 // lower k), which is what the no-deadlock argument of fmha_bwd_sm80.h needs. Which pairs ascend
 // depends on the problem only, so the order of every addition, and dQ bit for bit, does not depend
 // on the GPU's SM count.
+// Atomic mode with a split tail (p.split_parts > 0): a 1-D grid. The key tiles run in the 3-D
+// grid's order (key tile fastest, then kv head, then batch), whole up to linear index
+// split_first; each later key tile runs as split_parts CTAs, part q taking iterations
+// [q n / parts, (q + 1) n / parts) of its n (fmha_bwd_sm90a_work). The launch's last partial wave
+// would otherwise leave SMs idle for a whole key tile's time (hdim 128, S 8192, 2 x 16 heads:
+// 2048 key tiles on 132 SMs are 15.5 waves); smaller parts spread that wave over every SM. Each
+// part adds its dK and dV to an fp32 workspace, and the last to arrive writes them
+// (fmha_bwd_sm90a_split_dkdv).
 struct FmhaBwdKeyTileCta {
   int n_block, hk, b;
   bool ascending;  // deterministic mode: this pair's chain runs in increasing key tiles
+  int part;        // atomic mode: -1 for a whole key tile, else its part in [0, split_parts)
+  int split_tile;  // the key tile's index among the split ones (part >= 0)
 };
 
-template <bool kDeterministic, int kBlockN>
+template <bool kDeterministic, int kBlockN, bool kSplit>
 FMHA_DEVICE FmhaBwdKeyTileCta fmha_bwd_key_tile_cta(const FmhaBwdParams& p) {
   const FmhaFwdParams& f = p.fwd;
   FmhaBwdKeyTileCta c;
@@ -65,11 +75,26 @@ FMHA_DEVICE FmhaBwdKeyTileCta fmha_bwd_key_tile_cta(const FmhaBwdParams& p) {
     c.n_block = c.ascending ? k : num_n - 1 - k;
     c.hk = pair % f.nhead_k;
     c.b = pair / f.nhead_k;
+    c.part = -1;
+    c.split_tile = 0;
+  } else if (kSplit && p.split_parts > 0) {
+    const int num_n = (f.seqlen_k + kBlockN - 1) / kBlockN;
+    const int linear = fmha_block_idx_x();
+    const int extra = linear - p.split_first;
+    c.part = extra < 0 ? -1 : extra % p.split_parts;
+    c.split_tile = extra < 0 ? 0 : extra / p.split_parts;
+    const int tile = extra < 0 ? linear : p.split_first + c.split_tile;
+    c.n_block = tile % num_n;
+    c.hk = tile / num_n % f.nhead_k;
+    c.b = tile / num_n / f.nhead_k;
+    c.ascending = false;
   } else {
     c.n_block = fmha_block_idx_x();
     c.hk = fmha_block_idx_y();
     c.b = fmha_block_idx_z();
     c.ascending = false;
+    c.part = -1;
+    c.split_tile = 0;
   }
   return c;
 }
@@ -87,15 +112,20 @@ FMHA_DEVICE FmhaBwdKeyTileCta fmha_bwd_key_tile_cta(const FmhaBwdParams& p) {
 // deterministic mode keeps rot = 0: its chains already put neighbouring key tiles one query tile
 // apart, and their order is what the semaphores count.
 struct FmhaBwdSm90aWork {
-  int n_block, hk, b, group, m_lo, m_count, num_iters;
-  int inner;  // iterations per outer step: the inner loop's length
-  int rot;    // the first query tile's offset in [0, m_count)
+  int n_block, hk, b, group, m_lo, m_count;
+  int num_iters;         // this CTA's iterations: the key tile's, or its part's
+  int it0;               // the first of them in the key tile's list (0 unless a later part)
+  int inner;             // iterations per outer step: the inner loop's length
+  int rot;               // the first query tile's offset in [0, m_count)
+  int part, split_tile;  // FmhaBwdKeyTileCta
   bool ascending;
   FMHA_DEVICE int head(int it) const {
+    it += it0;
     const int outer = it / inner;
     return hk * group + (ascending ? it - outer * inner : outer);
   }
   FMHA_DEVICE int m_block(int it) const {
+    it += it0;
     const int outer = it / inner;
     if (ascending) return m_lo + m_count - 1 - outer;
     const int m = it - outer * inner + rot;
@@ -107,7 +137,10 @@ template <class Shape, int kMaskKind, bool kDeterministic>
 FMHA_DEVICE FmhaBwdSm90aWork fmha_bwd_sm90a_work(const FmhaBwdParams& p) {
   const FmhaFwdParams& f = p.fwd;
   FmhaBwdSm90aWork w;
-  const FmhaBwdKeyTileCta cta = fmha_bwd_key_tile_cta<kDeterministic, Shape::kBlockN>(p);
+  // Only the hdim 64 / 128 kernel without a mask splits (the host keeps split_parts = 0
+  // otherwise); every other kernel compiles without it.
+  constexpr bool kSplit = Shape::kSplitTail && !kDeterministic && kMaskKind == FMHA_MASK_NONE;
+  const FmhaBwdKeyTileCta cta = fmha_bwd_key_tile_cta<kDeterministic, Shape::kBlockN, kSplit>(p);
   w.n_block = cta.n_block;
   w.hk = cta.hk;
   w.b = cta.b;
@@ -118,6 +151,14 @@ FMHA_DEVICE FmhaBwdSm90aWork fmha_bwd_sm90a_work(const FmhaBwdParams& p) {
   w.m_lo = m_tiles.lo;
   w.m_count = m_tiles.hi > m_tiles.lo ? m_tiles.hi - m_tiles.lo : 0;
   w.num_iters = w.group * w.m_count;
+  w.it0 = 0;
+  w.part = cta.part;
+  w.split_tile = cta.split_tile;
+  if (kSplit && cta.part >= 0) {
+    const int n = w.num_iters;
+    w.it0 = n * cta.part / p.split_parts;
+    w.num_iters = n * (cta.part + 1) / p.split_parts - w.it0;
+  }
   w.inner = w.ascending ? w.group : max(w.m_count, 1);
   w.rot = kDeterministic ? 0 : w.n_block % w.inner;
   return w;

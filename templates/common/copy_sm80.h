@@ -171,6 +171,12 @@ FMHA_DEVICE void fmha_st_shared_b32(unsigned smem, unsigned v) {
   asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(smem), "r"(v) : "memory");
 }
 
+FMHA_DEVICE unsigned fmha_ld_shared_b32(unsigned smem) {
+  unsigned v;
+  asm volatile("ld.shared.b32 %0, [%1];\n" : "=r"(v) : "r"(smem) : "memory");
+  return v;
+}
+
 struct FmhaU32x4 {
   unsigned x, y, z, w;
 };

@@ -62,6 +62,15 @@ struct FmhaBwdParams {
   // Deterministic mode: how many of the last pairs take their chains in increasing key-tile order
   // (fmha_bwd_key_tile_cta); 0 .. pairs.
   int det_asc_pairs;
+  // wgmma_sm90a atomic mode, split tail (bwd/fmha_bwd_sm90a_schedule.h, fmha_bwd_key_tile_cta;
+  // dispatcher/plan.cpp, bwd_split_tail): key tiles from linear index split_first on (the last
+  // split_tiles of the launch order) run as split_parts CTAs each, over parts of their query
+  // tiles. split_parts = 0: no split, and the two workspace pointers may be null.
+  float* split_dkdv;    // workspace: fp32 [split_tiles][128 keys][hdim_q + hdim_v] (dK, then dV)
+  int* split_counters;  // workspace: parts counted in, per split key tile
+  int split_first;
+  int split_tiles;
+  int split_parts;
 };
 
 // The driver's CUtensorMap: 128 opaque bytes, 64-byte aligned, encoded on the host
@@ -81,8 +90,18 @@ struct FmhaFwdSm90Params {
   FmhaTensorMap v_map;  // box (64, kBlockN)
   FmhaTensorMap o_map;  // box (64, 64): one consumer warpgroup's rows
   FmhaFwdParams fwd;
-  int num_m_blocks;  // ceil(seqlen_q / kBlockM)
-  int num_tiles;     // num_m_blocks * nhead_q * batch: the persistent scheduler's work list
+  // The split tail round (fwd/fmha_fwd_sm90a_split.h; dispatcher/plan.cpp, fwd_split_tail):
+  // rounds before split_round run whole tiles; the split_tiles tiles after them (from tile
+  // split_round x grid on) are split by keys over every CTA. split_tiles = 0: no split, and the
+  // two workspace pointers may be null. (split_tiles x split_blocks + 1) x split_ctas < 2^31.
+  float* split_partials;  // workspace: per CTA, segment and consumer warpgroup, O and row stats
+  int* split_counters;    // workspace: per split tile and consumer warpgroup; zero between launches
+  int num_m_blocks;       // ceil(seqlen_q / kBlockM)
+  int num_tiles;          // num_m_blocks * nhead_q * batch: the persistent scheduler's work list
+  int split_round;        // the CTAs' round of the split tiles: whole rounds before it
+  int split_tiles;        // tiles in the split round (num_tiles mod grid), or 0
+  int split_blocks;       // key blocks of a tile: ceil(seqlen_k / kBlockN)
+  int split_ctas;         // CTAs that take a range: min(grid, split_tiles x split_blocks)
 };
 
 // Backward on sm_90a (bwd/fmha_bwd_sm90a.h): every stage takes this struct (one launch argument

@@ -38,6 +38,7 @@
 #include "common/mask_fragments.h"
 #include "common/mma_sm80.h"
 #include "common/softmax.h"
+#include "fwd/fmha_fwd_sm90a_split.h"
 #include "sm90/mbarrier_sm90.h"
 #include "sm90/tma_sm90.h"
 #include "sm90/warpgroup_sm90a.h"
@@ -99,42 +100,6 @@ enum {
   kFmhaSm90aBarEpilogue0 = 4,
 };
 
-// Tile t of the persistent work list. Causal masks make higher m-blocks heavier (they see more
-// keys), so those run first across all heads and the light ones fill the tail; otherwise the
-// m-blocks of one head are adjacent, so concurrently running CTAs share its K and V in L2.
-template <int kMaskKind>
-FMHA_DEVICE void fmha_fwd_sm90a_tile(int t, int num_m_blocks, int nhead_q, int batch, int& m_block,
-                                     int& h, int& b) {
-  const bool heavy_first =
-      kMaskKind == FMHA_MASK_CAUSAL_TOP_LEFT || kMaskKind == FMHA_MASK_CAUSAL_BOTTOM_RIGHT;
-  int bh;
-  if (heavy_first) {
-    const int heads = nhead_q * batch;
-    m_block = num_m_blocks - 1 - t / heads;
-    bh = t % heads;
-  } else {
-    m_block = t % num_m_blocks;
-    bh = t / num_m_blocks;
-  }
-  h = bh % nhead_q;
-  b = bh / nhead_q;
-}
-
-// The list index of this CTA's tile in its round-th turn. Under a causal mask the list runs from
-// heavy to light, so CTA c taking c, c + grid, c + 2 grid, ... would give the low CTAs the heavier
-// tile of every round (about 6 % more work than the mean at hdim 128, S 8192, as a tail where the
-// other SMs idle). Odd rounds therefore run the list backwards across the CTAs (boustrophedon),
-// which pairs each round's heaviest tile with the next round's lightest: within 0.5 % of the mean
-// in a model of the grid's causal rows, with no atomics and no reset between launches.
-template <int kMaskKind>
-FMHA_DEVICE int fmha_fwd_sm90a_tile_index(int round) {
-  const bool snake =
-      kMaskKind == FMHA_MASK_CAUSAL_TOP_LEFT || kMaskKind == FMHA_MASK_CAUSAL_BOTTOM_RIGHT;
-  const int grid = static_cast<int>(gridDim.x);
-  const int cta = fmha_block_idx_x();
-  return round * grid + (snake && (round & 1) ? grid - 1 - cta : cta);
-}
-
 // Shared-memory addresses of the barriers.
 template <class Shape>
 struct FmhaFwdSm90aBarriers {
@@ -157,14 +122,14 @@ FMHA_DEVICE void fmha_fwd_sm90a_produce(const FmhaFwdSm90Params& P, unsigned sme
   const unsigned smem_k = smem_q + Shape::kKOffset;
   const unsigned smem_v = smem_q + Shape::kVOffset;
   FmhaRingPos ring{0, 0u};
-  int iter = 0;
-  for (int t = fmha_fwd_sm90a_tile_index<kMaskKind>(0); t < P.num_tiles;
-       t = fmha_fwd_sm90a_tile_index<kMaskKind>(++iter)) {
+  FmhaFwdSm90aWork w;
+  for (int iter = 0; fmha_fwd_sm90a_work<kMaskKind>(P, iter, w); ++iter) {
     int m_block, h, b;
-    fmha_fwd_sm90a_tile<kMaskKind>(t, P.num_m_blocks, p.nhead_q, p.batch, m_block, h, b);
+    fmha_fwd_sm90a_tile<kMaskKind>(w.tile, P.num_m_blocks, p.nhead_q, p.batch, m_block, h, b);
     const int hk = h / (p.nhead_q / p.nhead_k);
     const int m0 = m_block * Shape::kBlockM;
-    const FmhaBlockKeys keys = fmha_block_keys<kMaskKind, Shape::kBlockM, Shape::kNT * 8>(m0, p);
+    const FmhaBlockKeys keys = fmha_fwd_sm90a_work_keys(
+        w, fmha_block_keys<kMaskKind, Shape::kBlockM, Shape::kNT * 8>(m0, p));
 
     // Use iter / kQStages of Q buffer qs: the store of its use before must have read it.
     const int qs = iter % Shape::kQStages;
@@ -273,13 +238,14 @@ FMHA_DEVICE void fmha_fwd_sm90a_consume(const FmhaFwdSm90Params& P, unsigned sme
   if (cw == Shape::kConsumers - 1) fmha_named_barrier_arrive(turn_other, 256);
 
   FmhaRingPos ring{0, 0u};
-  int iter = 0;
-  for (int t = fmha_fwd_sm90a_tile_index<kMaskKind>(0); t < P.num_tiles;
-       t = fmha_fwd_sm90a_tile_index<kMaskKind>(++iter)) {
+  for (int iter = 0;; ++iter) {
+    FmhaFwdSm90aWork w;
+    if (!fmha_fwd_sm90a_work<kMaskKind>(P, iter, w)) break;
     int m_block, h, b;
-    fmha_fwd_sm90a_tile<kMaskKind>(t, P.num_m_blocks, p.nhead_q, p.batch, m_block, h, b);
+    fmha_fwd_sm90a_tile<kMaskKind>(w.tile, P.num_m_blocks, p.nhead_q, p.batch, m_block, h, b);
     const int m0 = m_block * Shape::kBlockM;
-    const FmhaBlockKeys keys = fmha_block_keys<kMaskKind, Shape::kBlockM, kBlockN>(m0, p);
+    const FmhaBlockKeys keys =
+        fmha_fwd_sm90a_work_keys(w, fmha_block_keys<kMaskKind, Shape::kBlockM, kBlockN>(m0, p));
     const int row0 = m0 + wg_row0 + warp_in_wg * 16 + (lane >> 2);  // this lane's first row
 
     float o[kOChunks][kON / 2];
@@ -387,25 +353,46 @@ FMHA_DEVICE void fmha_fwd_sm90a_consume(const FmhaFwdSm90Params& P, unsigned sme
 
     // Epilogue: normalise, write the LSE, stage O as 16 bits in this warpgroup's rows of the Q
     // buffer (the same swizzled slabs the O tensor map describes), then one thread stores it.
-    float inv_sum[2];
-    float lse[2];
-    softmax.finalize(scale_log2, inv_sum, lse);
     // Every warp of the warpgroup is past its last MMA, so no wgmma still reads these Q rows.
     fmha_named_barrier_sync(kFmhaSm90aBarEpilogue0 + cw, 128);
-#pragma unroll
-    for (int hf = 0; hf < 2; ++hf) {
+    auto stage = [&](int hf, int col, float x, float y) {
       const int r = wg_row0 + warp_in_wg * 16 + hf * 8 + (lane >> 2);  // row in the block
+      const unsigned addr = q_buf + (col / 64) * Shape::kQSlabBytes + r * 128 +
+                            ((((col % 64) / 8) ^ (r & 7)) << 4) + (lane & 3) * 4;
+      fmha_st_shared_b32(addr, Pack::pack(x, y));
+    };
+    float inv_sum[2];
+    float lse[2];
+    if (fmha_fwd_sm90a_in_split<kMaskKind>(P, iter)) {
+      // A segment of a split tile: only the warpgroup that completes the tile stores it, from
+      // every segment's partial. The flag word is its first staging row, free until it stages.
+      if (!fmha_fwd_sm90a_split_finish<kMaskKind, kOChunks, kON>(P, iter, Shape::kConsumers, cw, o,
+                                                                 softmax, q_buf + wg_row0 * 128,
+                                                                 kFmhaSm90aBarEpilogue0 + cw)) {
+        if (Shape::kQStages == 1 && fmha_thread_idx() % 128 == 0) {
+          fmha_mbarrier_arrive(bars.q_empty(0));  // no store reads the buffer
+        }
+        continue;
+      }
+      softmax.finalize(scale_log2, inv_sum, lse);
+      fmha_fwd_sm90a_split_stage<kMaskKind, kOChunks, kON>(P, iter, Shape::kConsumers, cw,
+                                                           softmax.row_max, inv_sum, stage);
+    } else {
+      softmax.finalize(scale_log2, inv_sum, lse);
 #pragma unroll
-      for (int c = 0; c < kOChunks; ++c) {
+      for (int hf = 0; hf < 2; ++hf) {
 #pragma unroll
-        for (int j = 0; j < kON / 8; ++j) {
-          const int col = c * kON + j * 8;
-          const unsigned addr = q_buf + (col / 64) * Shape::kQSlabBytes + r * 128 +
-                                ((((col % 64) / 8) ^ (r & 7)) << 4) + (lane & 3) * 4;
-          fmha_st_shared_b32(addr, Pack::pack(o[c][4 * j + 2 * hf] * inv_sum[hf],
-                                              o[c][4 * j + 2 * hf + 1] * inv_sum[hf]));
+        for (int c = 0; c < kOChunks; ++c) {
+#pragma unroll
+          for (int j = 0; j < kON / 8; ++j) {
+            stage(hf, c * kON + j * 8, o[c][4 * j + 2 * hf] * inv_sum[hf],
+                  o[c][4 * j + 2 * hf + 1] * inv_sum[hf]);
+          }
         }
       }
+    }
+#pragma unroll
+    for (int hf = 0; hf < 2; ++hf) {
       if (kWriteLse && p.lse != nullptr && (lane & 3) == 0 && row0 + hf * 8 < p.seqlen_q) {
         p.lse[(static_cast<fmha_index_t>(b) * p.nhead_q + h) * p.seqlen_q + row0 + hf * 8] =
             lse[hf];

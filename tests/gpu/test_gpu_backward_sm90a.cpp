@@ -8,8 +8,10 @@
 
 #include "codegen/heuristics.hpp"
 #include "codegen/tile_shapes.hpp"
+#include "dispatcher/plan.hpp"
 #include "fmha_jit/dispatcher.hpp"
 #include "gpu/attention_harness.hpp"
+#include "reference/cpu_reference.hpp"
 #include "support/test_support.hpp"
 
 using namespace fmha_jit;
@@ -70,6 +72,41 @@ TEST_CASE("gpu sm90a bwd: deterministic mode is bit-exact over 10 runs at seqlen
     std::printf("sm90a bwd %s deterministic: %d runs, bit-exact %s\n", test::describe(c).c_str(),
                 r.runs, r.bit_exact ? "yes" : "no");
   }
+}
+
+TEST_CASE("gpu sm90a bwd: the split last wave of key tiles matches the reference", "[gpu]") {
+  // Unmasked atomic-mode problems whose key tiles leave a partial last wave run those tiles as
+  // parts that add dK / dV into the workspace (templates/bwd/fmha_bwd_sm90a_split.h). Each case
+  // asserts that it does split here; every case runs three times, so a launch that found the
+  // previous one's counters or sums would differ from the first.
+  if (!test::on_hopper()) return;
+  const int sms = gpu_multiprocessor_count();
+  std::uint32_t seed = 49000;
+  const auto check = [&](const AttentionCase& a) {
+    INFO(test::describe(a));
+    FmhaKernelConfig c;
+    c.family = Family::bwd;
+    c.dtype = a.dtype;
+    c.hdim_q = a.hdim_q;
+    c.hdim_v = a.hdim_v;
+    c.arch = detect_gpu_arch();
+    const auto split = dispatch::bwd_split_tail(canonicalize(c), test::problem_of(a), sms);
+    REQUIRE(split.tiles > 0);
+    const auto r = test::check_backward(a, KernelImpl::wgmma_sm90a, false, seed++, 3);
+    const double tol =
+        reference::dtype_tolerance(a.dtype == DType::bf16, reference::Quantity::gradient);
+    CHECK(r.max_diff[1] <= tol);
+    CHECK(r.max_diff[2] <= tol);
+    std::printf("sm90a bwd %s: %d tiles split in %d parts, run-to-run |ddK| %g |ddV| %g\n",
+                test::describe(a).c_str(), split.tiles, split.parts, r.max_diff[1], r.max_diff[2]);
+  };
+  // 5 kv heads x 32 key tiles (4001 keys: the split tiles include the partial last one) = 160;
+  // 2 query heads each (bshd), 1100 queries (a partial query tile).
+  check({DType::bf16, 128, 128, MaskKind::none, 1, 10, 5, 1100, 4001, Layout::bshd});
+  // hdim 64 (128-row query tiles), GQA 3:1.
+  check({DType::bf16, 64, 64, MaskKind::none, 1, 15, 5, 1100, 4001, Layout::bshd});
+  // fp16, 2 batches x 3 heads x 24 key tiles = 144: 12 tiles in 11 parts of 4 or 5 query tiles.
+  check({DType::fp16, 128, 128, MaskKind::none, 2, 3, 3, 3000, 3000, Layout::bhsd});
 }
 
 TEST_CASE("gpu sm90a bwd: auto picks wgmma_sm90a on this GPU and falls back where it must",

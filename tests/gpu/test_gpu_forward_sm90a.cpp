@@ -4,8 +4,11 @@
 // phases across tiles), and what `auto` picks on this GPU.
 #include <catch2/catch.hpp>
 
+#include <cstring>
+
 #include "codegen/heuristics.hpp"
 #include "codegen/tile_shapes.hpp"
+#include "dispatcher/plan.hpp"
 #include "fmha_jit/dispatcher.hpp"
 #include "gpu/attention_harness.hpp"
 #include "support/test_support.hpp"
@@ -120,6 +123,52 @@ TEST_CASE("gpu sm90a fwd: short causal problems run on the tile variant; the lon
       }
     }
   }
+}
+
+TEST_CASE("gpu sm90a fwd: the split last round matches the reference and repeats bit for bit",
+          "[gpu]") {
+  // Unmasked problems whose tiles leave a partial last round split that round by keys over all
+  // CTAs (templates/fwd/fmha_fwd_sm90a_split.h). Each case asserts that it does split here.
+  if (!test::on_hopper()) return;
+  const int sms = gpu_multiprocessor_count();
+  const auto split_of = [&](const AttentionCase& a) {
+    FmhaKernelConfig c;
+    c.family = Family::fwd;
+    c.dtype = a.dtype;
+    c.hdim_q = a.hdim_q;
+    c.hdim_v = a.hdim_v;
+    c.lse = a.lse;
+    c.arch = detect_gpu_arch();
+    return dispatch::fwd_split_tail(canonicalize(c), test::problem_of(a), sms);
+  };
+  std::uint32_t seed = 41000;
+  // 24 query heads over 6 kv heads (bshd), 1100 queries (a partial m-block), 4001 keys (a
+  // partial key block at the end of the last segment): 144 or 216 tiles.
+  for (int hdim : codegen::wgmma_sm90a_hdims(Family::fwd)) {
+    const AttentionCase a{DType::bf16, hdim, hdim, MaskKind::none, 1,
+                          24,          6,    1100, 4001,           Layout::bshd};
+    INFO(test::describe(a));
+    REQUIRE(split_of(a).tiles > 0);
+    test::check_forward(a, KernelImpl::wgmma_sm90a, seed++);
+  }
+  // 17 heads x 8 m-blocks = 136 tiles: on 132 SMs 4 tiles of 32 key blocks over 128 CTAs, one
+  // block each, so a tile has 32 segments and 4 CTAs take none; fp16, no LSE.
+  AttentionCase many{DType::fp16, 128, 128, MaskKind::none, 1, 17, 17, 1024, 4000, Layout::bhsd};
+  many.lse = false;
+  REQUIRE(split_of(many).tiles > 0);
+  test::check_forward(many, KernelImpl::wgmma_sm90a, seed++);
+  // The same inputs twice give the same bytes: the split order is fixed, and every launch
+  // leaves the tiles' counters at zero for the next.
+  const AttentionCase twice{DType::bf16, 256, 256, MaskKind::none, 1, 9, 9, 2000, 2000};
+  REQUIRE(split_of(twice).tiles > 0);
+  const FmhaProblem p = test::problem_of(twice);
+  const auto q = test::random_tensor(p.q_elements(), true, seed);
+  const auto k = test::random_tensor(p.k_elements(), true, seed + 1);
+  const auto v = test::random_tensor(p.v_elements(), true, seed + 2);
+  const auto first = test::gpu_forward(twice, KernelImpl::wgmma_sm90a, q, k, v);
+  const auto second = test::gpu_forward(twice, KernelImpl::wgmma_sm90a, q, k, v);
+  CHECK(std::memcmp(first.o.data(), second.o.data(), first.o.size() * sizeof(float)) == 0);
+  CHECK(std::memcmp(first.lse.data(), second.lse.data(), first.lse.size() * sizeof(float)) == 0);
 }
 
 TEST_CASE("gpu sm90a fwd: auto picks wgmma_sm90a on this GPU and falls back where it must",

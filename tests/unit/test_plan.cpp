@@ -116,6 +116,162 @@ TEST_CASE("plan: the Hopper forward is persistent, one CTA per SM at most", "[pl
   CHECK(dispatch::plan_stages(c, problem(), 1000)[0].grid.x == tiles);
 }
 
+TEST_CASE("plan: the Hopper forward splits its last round by keys only where it pays", "[plan]") {
+  FmhaKernelConfig c;
+  c.family = Family::fwd;
+  c.dtype = DType::bf16;
+  c.hdim_q = c.hdim_v = 128;
+  c.arch = "sm_90";
+  c = canonicalize(c);
+  FmhaProblem p;
+  p.batch = 2;
+  p.nhead_q = p.nhead_k = 16;
+  p.seqlen_q = p.seqlen_k = 8192;
+  p.hdim_q = p.hdim_v = 128;
+  // 64 m-blocks x 32 heads = 2048 tiles: 15 whole rounds on 132 SMs, then 68 tiles of 64 keys
+  // blocks split over all 132 CTAs.
+  const auto split = dispatch::fwd_split_tail(c, p, 132);
+  CHECK(split.round == 15);
+  CHECK(split.tiles == 68);
+  CHECK(split.blocks == 64);
+  CHECK(split.ctas == 132);
+  CHECK(split.counters_bytes == 68 * 2 * sizeof(int));
+  CHECK(split.partials_offset == 768);
+  // Per CTA two segments of two warpgroups, 128 threads x (64 accumulators + 4 statistics).
+  CHECK(split.workspace_bytes == 768 + 132 * 2 * 2 * 128 * 68 * sizeof(float));
+  // Odd key counts round up to whole blocks; hdim 64 tiles have 192 rows on three warpgroups.
+  auto hd64 = c;
+  hd64.hdim_q = hd64.hdim_v = 64;
+  hd64.block_m = hd64.block_n = hd64.num_warps = hd64.num_stages = 0;
+  hd64 = canonicalize(hd64);
+  p.seqlen_k = 8191;
+  const auto three = dispatch::fwd_split_tail(hd64, p, 132);
+  CHECK(three.tiles == (8192 + 191) / 192 * 32 % 132);
+  CHECK(three.blocks == 64);
+  CHECK(three.counters_bytes == static_cast<std::size_t>(three.tiles) * 3 * sizeof(int));
+  // Fewer blocks than SMs: only as many CTAs take a range as there are blocks, one or more each.
+  auto few = p;
+  few.batch = 1;
+  few.nhead_q = few.nhead_k = 17;
+  few.seqlen_q = 1024;
+  few.seqlen_k = 4000;
+  const auto narrow = dispatch::fwd_split_tail(c, few, 132);
+  CHECK(narrow.tiles == 4);  // 8 m-blocks x 17 heads = 136 tiles
+  CHECK(narrow.blocks == 32);
+  CHECK(narrow.ctas == 128);
+  p.seqlen_k = 8192;
+
+  // Nothing to split: a mask (tiles of unequal work), whole rounds, fewer tiles than SMs, no
+  // multiprocessor count, or a round that saves less than 9 key blocks per SM (S 512: 4 blocks a
+  // tile, 68 of 132 SMs busy).
+  auto causal = c;
+  causal.mask = MaskKind::causal_top_left;
+  CHECK(dispatch::fwd_split_tail(causal, p, 132).tiles == 0);
+  CHECK(dispatch::fwd_split_tail(c, p, 128).tiles == 0);  // 2048 = 16 x 128
+  CHECK(dispatch::fwd_split_tail(c, p, 0).tiles == 0);
+  CHECK(dispatch::fwd_split_tail(c, p, 4096).tiles == 0);
+  auto short_p = p;
+  short_p.batch = 32;
+  short_p.seqlen_q = short_p.seqlen_k = 512;
+  CHECK(dispatch::fwd_split_tail(c, short_p, 132).tiles == 0);
+  short_p.seqlen_k = 2048;  // 16 blocks x 64 idle SMs: still under 9 x 132
+  CHECK(dispatch::fwd_split_tail(c, short_p, 132).tiles == 0);
+  short_p.seqlen_k = 4096;
+  CHECK(dispatch::fwd_split_tail(c, short_p, 132).tiles == 68);
+  // The kernel's 32-bit block arithmetic bounds (tiles x blocks + 1) x SMs below 2^31.
+  auto huge = p;
+  huge.batch = 1;
+  huge.nhead_q = huge.nhead_k = 1;
+  huge.seqlen_q = 128 * 140;
+  huge.seqlen_k = 1 << 30;
+  CHECK(dispatch::fwd_split_tail(c, huge, 132).tiles == 0);
+  // The backward never splits this way.
+  auto bwd = c;
+  bwd.family = Family::bwd;
+  bwd.block_m = bwd.block_n = bwd.num_warps = bwd.num_stages = 0;
+  bwd = canonicalize(bwd);
+  CHECK(dispatch::fwd_split_tail(bwd, p, 132).tiles == 0);
+}
+
+TEST_CASE("plan: the Hopper backward splits its last partial wave of key tiles", "[plan]") {
+  const auto c = bwd_config(false, "sm_90");
+  REQUIRE(c.impl == KernelImpl::wgmma_sm90a);
+  FmhaProblem p;
+  p.batch = 2;
+  p.nhead_q = p.nhead_k = 16;
+  p.seqlen_q = p.seqlen_k = 8192;
+  p.hdim_q = p.hdim_v = 128;
+  // 64 key tiles x 32 heads = 2048: 15 whole waves on 132 SMs, then 68 tiles of 128 query tiles
+  // each. In 5 parts (340 CTAs, 3 rounds of 26 iterations and a part's cost of 2) the wave takes
+  // 84 iterations instead of 128; 3 parts (2 rounds of 45) and 4 (3 rounds of 34) take longer.
+  const auto split = dispatch::bwd_split_tail(c, p, 132);
+  CHECK(split.first == 1980);
+  CHECK(split.tiles == 68);
+  CHECK(split.parts == 5);
+  const auto stages = dispatch::plan_stages(c, p, 132);
+  CHECK(stages[1].grid.x == 1980 + 68 * 5);
+  CHECK(stages[1].grid.y == 1);
+  CHECK(stages[1].grid.z == 1);
+  // No partial wave, or no wave before it; no device.
+  CHECK(dispatch::bwd_split_tail(c, p, 128).tiles == 0);
+  CHECK(dispatch::bwd_split_tail(c, p, 4096).tiles == 0);
+  CHECK(dispatch::bwd_split_tail(c, p, 0).tiles == 0);
+  CHECK(dispatch::plan_stages(c, p, 128)[1].grid.x == 64);
+  // Short key tiles save too little: 8 query tiles in 4 parts save 4 iterations of 8.
+  FmhaProblem short_p = p;
+  short_p.nhead_q = short_p.nhead_k = 20;
+  short_p.batch = 1;
+  short_p.seqlen_q = 512;
+  short_p.seqlen_k = 1024;  // 8 key tiles x 20 heads = 160: 28 in the last wave
+  CHECK(dispatch::bwd_split_tail(c, short_p, 132).tiles == 0);
+  short_p.seqlen_q = 1024;  // 16 query tiles: 4 parts of 4 save 10 iterations
+  const auto four = dispatch::bwd_split_tail(c, short_p, 132);
+  CHECK(four.tiles == 28);
+  CHECK(four.parts == 4);
+  // The iterations of a key tile count every query head of its group.
+  FmhaProblem gqa = short_p;
+  gqa.nhead_q = 40;
+  gqa.nhead_k = 20;
+  CHECK(dispatch::bwd_split_tail(c, gqa, 132).parts == 4);
+  gqa.seqlen_q = 512;  // 2 x 8 iterations, as many as the split case above
+  CHECK(dispatch::bwd_split_tail(c, gqa, 132).parts == 4);
+  // Deterministic, masked, hdim 256, forward: never.
+  CHECK(dispatch::bwd_split_tail(bwd_config(true, "sm_90"), p, 132).tiles == 0);
+  auto causal = c;
+  causal.mask = MaskKind::causal_top_left;
+  CHECK(dispatch::bwd_split_tail(causal, p, 132).tiles == 0);
+  FmhaKernelConfig hd256 = c;
+  hd256.hdim_q = hd256.hdim_v = 256;
+  hd256.block_m = hd256.block_n = hd256.num_warps = hd256.num_stages = 0;
+  hd256 = canonicalize(hd256);
+  REQUIRE(hd256.impl == KernelImpl::wgmma_sm90a);
+  p.hdim_q = p.hdim_v = 256;
+  CHECK(dispatch::bwd_split_tail(hd256, p, 132).tiles == 0);
+  CHECK(dispatch::bwd_workspace_layout(hd256, p).split_bytes == 0);
+  p.hdim_q = p.hdim_v = 128;
+  FmhaKernelConfig fwd = c;
+  fwd.family = Family::fwd;
+  fwd.block_m = fwd.block_n = fwd.num_warps = fwd.num_stages = 0;
+  fwd = canonicalize(fwd);
+  CHECK(dispatch::bwd_split_tail(fwd, p, 132).tiles == 0);
+  // The workspace holds the blocks of the most tiles any GPU could split: 144 here, (t - 1) / 2
+  // for t key tiles in a small launch; sm_80 kernels have none.
+  const auto w = dispatch::bwd_workspace_layout(c, p);
+  CHECK(w.split_dkdv % 256 == 0);
+  CHECK(w.split_counters >= w.split_dkdv + std::size_t(144) * 128 * 256 * 4);
+  CHECK(w.split_bytes >= std::size_t(144) * (128 * 256 + 1) * 4);
+  CHECK(w.split_bytes < std::size_t(144) * (128 * 256 + 1) * 4 + 512);
+  CHECK(bwd_workspace_size(p, c).split_tail == w.split_bytes);
+  FmhaProblem small = p;
+  small.batch = 1;
+  small.nhead_q = small.nhead_k = 1;
+  small.seqlen_k = 128 * 11;  // 11 key tiles: at most 5 split
+  CHECK(dispatch::bwd_workspace_layout(c, small).split_counters ==
+        dispatch::bwd_workspace_layout(c, small).split_dkdv + 5 * 128 * 256 * 4);
+  CHECK(dispatch::bwd_workspace_layout(bwd_config(false), p).split_bytes == 0);
+  CHECK(dispatch::bwd_workspace_layout(bwd_config(true, "sm_90"), p).split_bytes == 0);
+}
+
 TEST_CASE("plan: workspace of each dQ mode", "[plan]") {
   const FmhaProblem p = problem();
   const auto atomic = bwd_workspace_size(p, bwd_config(false));
