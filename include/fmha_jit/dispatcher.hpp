@@ -105,7 +105,7 @@ class FmhaRunner {
 //   split_tail: fp32 dK and dV of the key tiles whose work the Hopper kernels split over several
 //               CTAs in the launch's last wave, and their counters (wgmma_sm90a, atomic mode,
 //               hdim <= 128, no mask; 128 keys x (hdim_q + hdim_v) floats for each of at most
-//               144 key tiles).
+//               min((t - 1) / 2, 144) key tiles of a launch of t key tiles, whatever the GPU).
 struct BwdWorkspaceSize {
   std::size_t d_rowsum = 0, dq_accum = 0, semaphores = 0, split_tail = 0, total = 0;
 };
