@@ -50,7 +50,8 @@ class HiprtcCompiler final : public RtcCompiler {
     }
     int major = 0, minor = 0;
     api_.version(&major, &minor);
-    // hiprtcVersion reports the compiler's API level only; the library file names the ROCm build.
+    // hiprtcVersion reports the compiler's API level only; the library's size tells ROCm builds
+    // apart.
     version_ = std::to_string(major) + "." + std::to_string(minor) + " (" +
                device::library_identity(lib_) + ")";
   }

@@ -35,11 +35,15 @@ void* DynamicLibrary::symbol(const char* name) const {
   return handle_ ? dlsym(handle_, name) : nullptr;
 }
 
-std::string library_identity(const DynamicLibrary& library) {
-  const std::filesystem::path path(library.path());
+std::string library_identity(const std::string& path) {
   std::error_code ec;
   const auto size = std::filesystem::file_size(path, ec);
-  return path.filename().string() + (ec ? "" : ", " + std::to_string(size) + " bytes");
+  const std::string file = std::filesystem::path(path).filename().string();
+  return file.substr(0, file.find(".so")) + (ec ? "" : ", " + std::to_string(size) + " bytes");
+}
+
+std::string library_identity(const DynamicLibrary& library) {
+  return library_identity(library.path());
 }
 
 }  // namespace fmha_jit::device

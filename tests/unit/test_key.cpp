@@ -2,12 +2,14 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include <filesystem>
 #include <fstream>
 #include <set>
 
 #include "cache/key.hpp"
 #include "codegen/render.hpp"
 #include "codegen/templates.hpp"
+#include "dispatcher/device/dynamic_library.hpp"
 #include "support/test_support.hpp"
 
 using namespace fmha_jit;
@@ -17,7 +19,7 @@ namespace {
 // A compiler stand-in: the key needs only identity, version and options.
 class FakeCompiler final : public codegen::rtc::RtcCompiler {
  public:
-  std::string id_ = "nvrtc", version_ = "13.0 (libnvrtc.so.13.0.88)";
+  std::string id_ = "nvrtc", version_ = "13.0 (libnvrtc, 109338064 bytes)";
   std::vector<std::string> extra_;
   std::string_view id() const override { return id_; }
   const std::string& version() const override { return version_; }
@@ -41,8 +43,8 @@ std::string key_of(const FmhaKernelConfig& config, const FakeCompiler& compiler,
 
 // SHA-256 of a file by CMake, the same tool that hashes templates at build time.
 std::string cmake_sha256(const std::filesystem::path& file) {
-  const auto r = test::run_command(std::string(FMHA_JIT_CMAKE) + " -E sha256sum '" +
-                                   file.string() + "'");
+  const auto r =
+      test::run_command(std::string(FMHA_JIT_CMAKE) + " -E sha256sum '" + file.string() + "'");
   REQUIRE(r.status == 0);
   return r.output.substr(0, 64);
 }
@@ -110,7 +112,7 @@ TEST_CASE("key: compiler identity, version, options and format version", "[key]"
     return cache::compute_key(in) != k;
   };
   CHECK(changed([](auto& in) { in.compiler_id = "hiprtc"; }));
-  CHECK(changed([](auto& in) { in.compiler_version = "13.1 (libnvrtc.so.13.1.0)"; }));
+  CHECK(changed([](auto& in) { in.compiler_version = "13.1 (libnvrtc, 109361232 bytes)"; }));
   CHECK(changed([](auto& in) { in.options.push_back("-lineinfo"); }));
   CHECK(changed([](auto& in) { in.options.back() = "-std=c++20"; }));
   CHECK(changed([](auto& in) { std::swap(in.options.front(), in.options.back()); }));
@@ -121,13 +123,31 @@ TEST_CASE("key: compiler identity, version, options and format version", "[key]"
   CHECK(changed([](auto& in) { in.templates.front().second[5] ^= 1; }));
   CHECK(changed([](auto& in) { in.templates.pop_back(); }));
   // Length prefixes: moving a character between adjacent fields changes the key.
-  CHECK(changed([](auto& in) {
-    in.options = {"-arch=sm_90 -std=c++17"};
-  }));
+  CHECK(changed([](auto& in) { in.options = {"-arch=sm_90 -std=c++17"}; }));
 
   FakeCompiler other = compiler;
   other.extra_ = {"-DX=1"};
   CHECK(key_of(config, other) != key_of(config, compiler));
+}
+
+TEST_CASE("key: the RTC library's identity is its name and size, not its packaging", "[key]") {
+  // One NVRTC build ships as a plain libnvrtc.so.13 in one toolkit packaging and as a symlink to
+  // libnvrtc.so.13.0.88 in another (this machine and the H200 image, session 15): a cache warmed
+  // on one must hit on the other, while another build (another size) must not.
+  test::TempDir dir;
+  auto write = [&](const std::string& name, std::size_t bytes) {
+    std::ofstream(dir.path() / name, std::ios::binary) << std::string(bytes, 'x');
+    return (dir.path() / name).string();
+  };
+  const std::string plain = write("libnvrtc.so.13", 4096);
+  std::filesystem::create_directory(dir.path() / "other");
+  const std::string patch = write("other/libnvrtc.so.13.0.88", 4096);
+  const std::string update = write("libnvrtc.so.13.1.0", 4097);
+  CHECK(device::library_identity(plain) == "libnvrtc, 4096 bytes");
+  CHECK(device::library_identity(patch) == device::library_identity(plain));
+  CHECK(device::library_identity(update) != device::library_identity(plain));
+  // Unreadable: the name alone, so the version string still says which library it was.
+  CHECK(device::library_identity((dir.path() / "libhiprtc.so.5").string()) == "libhiprtc");
 }
 
 TEST_CASE("key: embedded template hashes are the SHA-256 of the source files", "[key]") {
