@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "codegen/tile_shapes.hpp"
+#include "common/fmha_params.h"
 #include "fmha_jit/dispatcher.hpp"
 #include "fmha_jit/error.hpp"
 
@@ -155,7 +156,7 @@ bool bwd_split_eligible(const FmhaKernelConfig& c) {
   // deterministic mode's chains fix the order of every addition, and under a mask the key tiles
   // differ in work, so equal parts would not even out the wave.
   return c.impl == KernelImpl::wgmma_sm90a && c.family == Family::bwd && !c.deterministic &&
-         c.mask == MaskKind::none && c.hdim_q <= 128;
+         c.mask == MaskKind::none && c.hdim_q <= 128 && c.block_n == kFmhaBwdSplitKeys;
 }
 
 BwdSplitTail bwd_split_tail(const FmhaKernelConfig& c, const FmhaProblem& p, int multiprocessors) {
@@ -237,7 +238,7 @@ BwdWorkspaceLayout bwd_workspace_layout(const FmhaKernelConfig& c, const FmhaPro
     const auto tiles =
         static_cast<std::size_t>(std::min<std::int64_t>((launch_tiles - 1) / 2, kBwdMaxSplitTiles));
     const std::size_t start = offset;
-    w.split_dkdv = place(tiles * static_cast<std::size_t>(c.block_n) *
+    w.split_dkdv = place(tiles * static_cast<std::size_t>(kFmhaBwdSplitKeys) *
                          static_cast<std::size_t>(c.hdim_q + c.hdim_v) * sizeof(float));
     w.split_counters = place(tiles * sizeof(int));
     w.split_bytes = offset - start;

@@ -189,7 +189,7 @@ FMHA_DEVICE void fmha_bwd_sm80_dot_do_o(const FmhaBwdParams& p) {
     const int ctas = static_cast<int>(gridDim.x * gridDim.y * gridDim.z);
     const int cta = m_block + static_cast<int>(gridDim.x) * (h + f.nhead_q * b);
     const fmha_index_t n4 =
-        static_cast<fmha_index_t>(p.split_tiles) * 128 * (kHdimQ + kHdimV) / 4;  // float4s
+        static_cast<fmha_index_t>(p.split_tiles) * kFmhaBwdSplitKeys * (kHdimQ + kHdimV) / 4;
     const fmha_index_t lo = n4 * cta / ctas, hi = n4 * (cta + 1) / ctas;
     for (fmha_index_t i = lo + tid; i < hi; i += kThreads) {
       fmha_st_global_f32x4(p.split_dkdv + i * 4, 0.f, 0.f, 0.f, 0.f);

@@ -23,6 +23,7 @@ FMHA_DEVICE void fmha_bwd_sm90a_split_dkdv(const FmhaBwdParams& p, const Work& w
                                            const float (&dv)[kChunks][kN / 2], unsigned flag,
                                            int barrier) {
   using Pack = FmhaMmaSm80<Element>;
+  static_assert(kBlockN == kFmhaBwdSplitKeys, "stage 1 clears blocks of kFmhaBwdSplitKeys keys");
   enum { kHdim = kChunks * kN, kRowFloats = 2 * kHdim };
   const int lane = fmha_lane_id();
   float* block = p.split_dkdv + static_cast<fmha_index_t>(w.split_tile) * kBlockN * kRowFloats;

@@ -39,6 +39,11 @@ struct FmhaFwdParams {
   float scale_log2;  // scale * log2(e): kernels evaluate exp2(s * scale_log2 - m)
 };
 
+// Keys of one split key tile's fp32 dK / dV block in the backward's workspace (FmhaBwdParams::
+// split_dkdv): the wgmma_sm90a kernels that split (hdim 64 / 128) take 128-key tiles; stage 1,
+// which clears the blocks, does not know the tile, and the host sizes them with the same number.
+enum { kFmhaBwdSplitKeys = 128 };
+
 // Backward: given dO, O and LSE of the forward, computes dQ, dK, dV.
 struct FmhaBwdParams {
   FmhaFwdParams fwd;  // q, k, v, o and lse (lse is required, never null here)
@@ -66,7 +71,7 @@ struct FmhaBwdParams {
   // dispatcher/plan.cpp, bwd_split_tail): key tiles from linear index split_first on (the last
   // split_tiles of the launch order) run as split_parts CTAs each, over parts of their query
   // tiles. split_parts = 0: no split, and the two workspace pointers may be null.
-  float* split_dkdv;    // workspace: fp32 [split_tiles][128 keys][hdim_q + hdim_v] (dK, then dV)
+  float* split_dkdv;    // workspace: fp32 [split_tiles][kFmhaBwdSplitKeys][hdim_q + hdim_v]
   int* split_counters;  // workspace: parts counted in, per split key tile
   int split_first;
   int split_tiles;
