@@ -21,6 +21,16 @@ FmhaKernelConfig bwd_config(bool deterministic, const char* arch = "sm_80") {
   return canonicalize(c);
 }
 
+// bf16 hdim 128 forward for sm_90, canonical: the Hopper kernel (wgmma_sm90a).
+FmhaKernelConfig fwd_sm90_config() {
+  FmhaKernelConfig c;
+  c.family = Family::fwd;
+  c.dtype = DType::bf16;
+  c.hdim_q = c.hdim_v = 128;
+  c.arch = "sm_90";
+  return canonicalize(c);
+}
+
 FmhaProblem problem() {
   FmhaProblem p;
   p.batch = 3;
@@ -28,6 +38,17 @@ FmhaProblem problem() {
   p.nhead_k = 2;
   p.seqlen_q = 1000;
   p.seqlen_k = 777;
+  p.hdim_q = p.hdim_v = 128;
+  return p;
+}
+
+// The grid's hdim 128 S 8192 row: 2 x 16 heads, 2048 tiles of 128 rows or keys (15.5 waves on 132
+// SMs), which both split tails cut.
+FmhaProblem s8192_problem() {
+  FmhaProblem p;
+  p.batch = 2;
+  p.nhead_q = p.nhead_k = 16;
+  p.seqlen_q = p.seqlen_k = 8192;
   p.hdim_q = p.hdim_v = 128;
   return p;
 }
@@ -84,12 +105,7 @@ TEST_CASE("plan: the Hopper backward runs the same three stages, 384 threads eac
 }
 
 TEST_CASE("plan: the Hopper forward is persistent, one CTA per SM at most", "[plan]") {
-  FmhaKernelConfig c;
-  c.family = Family::fwd;
-  c.dtype = DType::bf16;
-  c.hdim_q = c.hdim_v = 128;
-  c.arch = "sm_90";
-  c = canonicalize(c);
+  FmhaKernelConfig c = fwd_sm90_config();
   REQUIRE(c.impl == KernelImpl::wgmma_sm90a);
   const unsigned tiles = (1000 + 127) / 128 * 8 * 3;  // m-blocks x heads x batch = 192
   auto stages = dispatch::plan_stages(c, problem(), 132);
@@ -117,17 +133,8 @@ TEST_CASE("plan: the Hopper forward is persistent, one CTA per SM at most", "[pl
 }
 
 TEST_CASE("plan: the Hopper forward splits its last round by keys only where it pays", "[plan]") {
-  FmhaKernelConfig c;
-  c.family = Family::fwd;
-  c.dtype = DType::bf16;
-  c.hdim_q = c.hdim_v = 128;
-  c.arch = "sm_90";
-  c = canonicalize(c);
-  FmhaProblem p;
-  p.batch = 2;
-  p.nhead_q = p.nhead_k = 16;
-  p.seqlen_q = p.seqlen_k = 8192;
-  p.hdim_q = p.hdim_v = 128;
+  FmhaKernelConfig c = fwd_sm90_config();
+  FmhaProblem p = s8192_problem();
   // 64 m-blocks x 32 heads = 2048 tiles: 15 whole rounds on 132 SMs, then 68 tiles of 64 keys
   // blocks split over all 132 CTAs.
   const auto split = dispatch::fwd_split_tail(c, p, 132);
@@ -196,11 +203,7 @@ TEST_CASE("plan: the Hopper forward splits its last round by keys only where it 
 TEST_CASE("plan: the Hopper backward splits its last partial wave of key tiles", "[plan]") {
   const auto c = bwd_config(false, "sm_90");
   REQUIRE(c.impl == KernelImpl::wgmma_sm90a);
-  FmhaProblem p;
-  p.batch = 2;
-  p.nhead_q = p.nhead_k = 16;
-  p.seqlen_q = p.seqlen_k = 8192;
-  p.hdim_q = p.hdim_v = 128;
+  FmhaProblem p = s8192_problem();
   // 64 key tiles x 32 heads = 2048: 15 whole waves on 132 SMs, then 68 tiles of 128 query tiles
   // each. In 5 parts (340 CTAs, 3 rounds of 26 iterations and a part's cost of 2) the wave takes
   // 84 iterations instead of 128; 3 parts (2 rounds of 45) and 4 (3 rounds of 34) take longer.
