@@ -24,14 +24,15 @@ RECORD = 24
 
 def last_launch(path):
     data = open(path, "rb").read()
-    offset, records = 0, []
+    # Step over the blocks by their counts; only the last one is unpacked.
+    offset, last = 0, 0
     while offset < len(data):
+        last = offset
         (n,) = struct.unpack_from("<q", data, offset)
-        offset += 8
-        flat = struct.unpack_from("<%dq" % (n * RECORD), data, offset)
-        offset += n * RECORD * 8
-        records = [flat[i * RECORD:(i + 1) * RECORD] for i in range(n)]
-    return records
+        offset += 8 + n * RECORD * 8
+    (n,) = struct.unpack_from("<q", data, last)
+    flat = struct.unpack_from("<%dq" % (n * RECORD), data, last + 8)
+    return [flat[i * RECORD:(i + 1) * RECORD] for i in range(n)]
 
 
 def summarise(records, tiles, mhz):
