@@ -9,11 +9,13 @@
 # Run from the repository root with .carry/ staged; logs go to $OUT.
 source "$(dirname "$0")/call_env.sh"
 sweep=/tmp/sm90a-sweep.json
-cat > "$sweep" <<'JSON'
-[{"family": ["fwd", "bwd"], "dtype": ["fp16", "bf16"], "hdim_q": [64, 128, 256],
-  "mask": ["none", "causal_top_left", "causal_bottom_right", "sliding_window"],
-  "deterministic": [false, true], "arch": "sm_90"}]
-JSON
+python3 - "$sweep" <<'PY'
+import json, sys
+masks = ["none", "causal_top_left", "causal_bottom_right", "sliding_window"]
+json.dump([{"family": ["fwd", "bwd"], "dtype": ["fp16", "bf16"], "hdim_q": d, "hdim_v": d,
+            "mask": masks, "deterministic": [False, True], "arch": "sm_90"} for d in (64, 128, 256)],
+          open(sys.argv[1], "w"))
+PY
 warm() {
   timeout 120 "$1" prebuild "$sweep" -j "$(nproc)" 2>&1 | tail -1
 }
@@ -29,9 +31,11 @@ while IFS='|' read -r name suites rows ex37; do
   warm "$alt/fmha-jit"
   if [ "$ex37" = yes ] && [ -x "$alt/37_bwd_deterministic" ]; then
     timeout 60 "$alt/37_bwd_deterministic" --hdim 256 --seqlen 1024 > "$out/ex37_$name.txt" 2>&1
-    echo "$name example 37 hdim 256 rc=$?: $(grep -iE 'bit-exact|PASS|FAIL' "$out/ex37_$name.txt" | head -4 | tr '\n' ' ')"
+    echo "$name example 37 hdim 256 rc=$?: $(grep -iE 'bit-exact|PASS|FAIL' "$out/ex37_$name.txt" |
+      head -4 | tr '\n' ' ')"
   fi
-  BRANCH=$name SUITES=$suites ROWS=$rows ABBA=1 timeout --signal=KILL "${LIMIT:-200}" \
-    bash "$(dirname "$0")/ab_branch_call.sh" 2>&1 | tee "$out/ab_$name.txt"
+  mkdir -p "$out/$name"
+  OUT=$out/$name BRANCH=$name SUITES=$suites ROWS=$rows ABBA=1 timeout --signal=KILL \
+    "${LIMIT:-200}" bash "$(dirname "$0")/ab_branch_call.sh" 2>&1 | tee "$out/$name/ab.txt"
 done < "${PLAN:?set PLAN}"
 echo "all done at ${SECONDS}s"
