@@ -6,19 +6,24 @@
 # difference that follows the order (clocks, L2 state) shows as one. ALT_FLAGS: extra bench flags
 # for the branch's runs only (e.g. "--num-stages 1"). Run from the repository root with .carry/
 # staged; logs go to $OUT.
+# BRANCH=main measures the current tree against itself with ALT_FLAGS (a tile or stage count the
+# heuristic does not pick).
 source "$(dirname "$0")/call_env.sh"
 alt=.carry/alt/${BRANCH:?set BRANCH}
+[ "$BRANCH" = main ] && alt=$b
 [ -n "${SUITES:-}" ] && run_gpu_suites $alt/fmha_jit_gpu_tests "$SUITES" 170
 for row in ${ROWS:?set ROWS}; do
   IFS=, read -r fam d s bt hq hk m det <<<"$row"
   flag=""
   [ "$det" = 1 ] && flag=--deterministic
-  bins="$b/fmha-jit $alt/fmha-jit"
-  [ "${ABBA:-0}" = 1 ] && bins="$bins $alt/fmha-jit $b/fmha-jit"
-  for bin in $bins; do
-    extra=""
-    [ "$bin" = "$alt/fmha-jit" ] && extra=${ALT_FLAGS:-}
-    echo -n "$(basename "$(dirname "$bin")"): "
+  order="main $BRANCH"
+  [ "${ABBA:-0}" = 1 ] && order="$order $BRANCH main"
+  for side in $order; do
+    bin=$b/fmha-jit extra=""
+    if [ "$side" = "$BRANCH" ]; then
+      bin=$alt/fmha-jit extra=${ALT_FLAGS:-}
+    fi
+    echo -n "$side${extra:+ $extra}: "
     timeout 40 $bin bench --family "$fam" --hdim-q "$d" --seqlen-q "$s" --batch "$bt" --nhead-q "$hq" \
       --nhead-k "$hk" --mask "$m" $flag $extra --repeat 10 --warmup 3 2>&1 | tail -1
   done
