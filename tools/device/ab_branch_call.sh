@@ -16,14 +16,14 @@ for row in ${ROWS:?set ROWS}; do
   IFS=, read -r fam d s bt hq hk m det <<<"$row"
   flag=""
   [ "$det" = 1 ] && flag=--deterministic
-  order="main $BRANCH"
-  [ "${ABBA:-0}" = 1 ] && order="$order $BRANCH main"
+  order="A B"
+  [ "${ABBA:-0}" = 1 ] && order="A B B A"
   for side in $order; do
-    bin=$b/fmha-jit extra=""
-    if [ "$side" = "$BRANCH" ]; then
-      bin=$alt/fmha-jit extra=${ALT_FLAGS:-}
+    bin=$b/fmha-jit extra="" label=main
+    if [ "$side" = B ]; then
+      bin=$alt/fmha-jit extra=${ALT_FLAGS:-} label=$BRANCH
     fi
-    echo -n "$side${extra:+ $extra}: "
+    echo -n "$label${extra:+ $extra}: "
     timeout 40 $bin bench --family "$fam" --hdim-q "$d" --seqlen-q "$s" --batch "$bt" --nhead-q "$hq" \
       --nhead-k "$hk" --mask "$m" $flag $extra --repeat 10 --warmup 3 2>&1 | tail -1
   done
