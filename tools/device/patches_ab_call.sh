@@ -5,7 +5,7 @@
 # "main": the current tree with FLAGS), SUITES and ROWS as tools/device/ab_branch_call.sh takes
 # them (ROWS space-separated), EX37 "yes" to run that build's example 37 at hdim 256 as well,
 # FLAGS extra bench flags for that side (ALT_FLAGS). Every set runs ABBA against the current
-# tree (.carry/bin) under its own time limit (LIMIT seconds, default 200), so that one hang costs
+# tree (.carry/bin) under its own time limit (LIMIT seconds, default 300), so that one hang costs
 # its set only. Kernels are compiled up front on all cores (the gpu tests compile one at a time).
 # Run from the repository root with .carry/ staged; logs go to $OUT.
 source "$(dirname "$0")/call_env.sh"
@@ -14,8 +14,8 @@ python3 - "$sweep" <<'PY'
 import json, sys
 masks = ["none", "causal_top_left", "causal_bottom_right", "sliding_window"]
 json.dump([{"family": ["fwd", "bwd"], "dtype": ["fp16", "bf16"], "hdim_q": d, "hdim_v": d,
-            "mask": masks, "deterministic": [False, True], "arch": "sm_90"} for d in (64, 128, 256)],
-          open(sys.argv[1], "w"))
+            "mask": masks, "deterministic": [False, True], "lse": [False, True], "arch": "sm_90"}
+           for d in (64, 128, 256)], open(sys.argv[1], "w"))
 PY
 warm() {
   timeout 120 "$1" prebuild "$sweep" -j "$(nproc)" 2>&1 | tail -1
@@ -42,6 +42,6 @@ while IFS='|' read -r -u 3 name suites rows ex37 flags; do
   fi
   mkdir -p "$log"
   OUT=$log BRANCH=$name SUITES=$suites ROWS=$rows ALT_FLAGS=$flags ABBA=1 timeout --signal=KILL \
-    "${LIMIT:-200}" bash "$(dirname "$0")/ab_branch_call.sh" 2>&1 </dev/null | tee "$log/ab.txt"
+    "${LIMIT:-300}" bash "$(dirname "$0")/ab_branch_call.sh" 2>&1 </dev/null | tee "$log/ab.txt"
 done 3<"${PLAN:?set PLAN}"
 echo "all done at ${SECONDS}s"
