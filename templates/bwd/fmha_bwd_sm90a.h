@@ -44,6 +44,7 @@
 
 #include "bwd/fmha_bwd_memory_sm80.h"
 #include "bwd/fmha_bwd_sm80.h"  // stages 1 and 3
+#include "bwd/fmha_bwd_sm90a_dq_turns.h"
 #include "bwd/fmha_bwd_sm90a_schedule.h"
 #include "bwd/fmha_bwd_sm90a_split.h"
 #include "bwd/fmha_bwd_tiles_sm80.h"

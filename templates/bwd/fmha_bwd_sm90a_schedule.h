@@ -1,14 +1,13 @@
 // The schedule of the Hopper backward's stage 2 (fmha_bwd_sm90a.h, fmha_bwd_sm90a_hd256.h): which
 // key tile, kv head and batch a CTA takes, which (query head, query tile) pairs it visits in what
-// order, and, in the deterministic mode, in what order the CTAs add to each query tile's dQ.
+// order, and, in the deterministic mode, in what order the CTAs add to each query tile's dQ
+// (fmha_bwd_sm90a_dq_turns.h waits for and releases the turns). Index arithmetic only, no inline
+// PTX: tests/unit/test_bwd_schedule.cpp runs it on the host for whole launches.
 #pragma once
 
-#include "bwd/fmha_bwd_memory_sm80.h"
-#include "bwd/fmha_bwd_tiles_sm80.h"
+#include "bwd/fmha_bwd_tile_visibility.h"
 #include "common/fmha_params.h"
 #include "common/platform.h"
-#include "sm90/mbarrier_sm90.h"
-#include "sm90/tma_sm90.h"
 
 // ---------------------------------------------------------------------------------------------
 // Launch geometry: which key tile, kv head and batch a CTA takes. (The sm_80 kernel keeps grid
@@ -172,35 +171,12 @@ FMHA_DEVICE FmhaBwdSm90aWork fmha_bwd_sm90a_work(const FmhaBwdParams& p) {
 // query tile increments each count once (fmha_bwd_sm90a_finish_dq_round), and check_problem
 // keeps key tiles <= 65535.
 
-// The dQ writer: wait until round `round` of the semaphore of (b, h, query tile m_block) counts
-// every key tile that visits the tile (fmha_bwd_key_tiles) and comes before this one in the
-// chain's order (the higher key tiles, or the lower on an ascending chain), so that this CTA's
-// reduce-adds come next in the fixed order (num_m: query tiles per head); returns the semaphore,
-// to release (fmha_bwd_sm90a_finish_dq_round) once those adds are complete.
+// The CTA's turn at query tile m_block: how many key tiles visit the tile (fmha_bwd_key_tiles)
+// and come before this one in the chain's order (the higher key tiles, or the lower on an
+// ascending chain). tests/unit/test_bwd_schedule.cpp runs it on the host.
 template <int kMaskKind, int kBlockM, int kBlockN>
-FMHA_DEVICE int* fmha_bwd_sm90a_wait_dq_turn(const FmhaBwdSm90Params& P, const FmhaBwdSm90aWork& w,
-                                             int h, int m_block, int num_m, int round) {
-  const FmhaFwdParams& f = P.bwd.fwd;
-  int* sem = P.bwd.semaphores + (static_cast<fmha_index_t>(w.b) * f.nhead_q + h) * num_m + m_block;
+FMHA_DEVICE int fmha_bwd_sm90a_dq_turn(const FmhaFwdParams& f, const FmhaBwdSm90aWork& w,
+                                       int m_block) {
   const FmhaKeyRange tiles = fmha_bwd_key_tiles<kMaskKind, kBlockM, kBlockN>(m_block, f);
-  const int count = w.ascending ? w.n_block - tiles.lo : tiles.hi - 1 - w.n_block;
-  while (((fmha_semaphore_poll(sem) >> (16 * round)) & 0xffff) != count) {
-  }
-  fmha_fence_proxy_async_global();  // the reductions that follow come after what the wait saw
-  return sem;
-}
-
-// The writer after issuing one round of reduce-adds: hand the dQ buffers back to the consumers as
-// soon as the copies have read them, and only then, when deterministic, wait for the adds to be
-// complete in global memory before the next key tile may add its own. The consumers store their
-// next dQ blocks meanwhile, instead of waiting out the adds' round trip to L2 every tile.
-template <class Barriers, bool kDeterministic>
-FMHA_DEVICE void fmha_bwd_sm90a_finish_dq_round(const Barriers& bars, int* sem, int round) {
-  fmha_bulk_wait_group_read<0>();
-  fmha_mbarrier_arrive(bars.dq_empty(0, round));
-  fmha_mbarrier_arrive(bars.dq_empty(1, round));
-  if (kDeterministic) {
-    fmha_bulk_wait_group<0>();
-    fmha_semaphore_release_add(sem, 1 << (16 * round));
-  }
+  return w.ascending ? w.n_block - tiles.lo : tiles.hi - 1 - w.n_block;
 }

@@ -1,0 +1,285 @@
+// The Hopper backward's stage-2 schedule (templates/bwd/fmha_bwd_sm90a_schedule.h), run on the
+// host. The device functions that give each CTA its key tile and its list of (query head, query
+// tile) visits, and that count the deterministic mode's turns, are compiled here through
+// support/device_shim.hpp and called for every CTA of a launch, with the parameters the runner
+// would pass (dispatch::det_group_heads, det_asc_pairs, bwd_split_tail for an SM count). Checked:
+//   - every key tile runs once (or as parts that cover its visits once), and visits exactly the
+//     (query head, query tile) pairs a brute force over the mask's rows says it must;
+//   - in the deterministic mode the turns at each query tile are 0 .. n - 1 over the key tiles
+//     visiting it, in decreasing key tiles (increasing on an ascending chain), and the launch
+//     finishes: a simulation that runs the CTAs in launch order on a number of SMs, each adding
+//     in its turn only, never stalls.
+// A GPU run of the same code cannot show a deadlock it does not hit, nor a wasted visit.
+#include <catch2/catch.hpp>
+
+#include <map>
+#include <set>
+#include <sstream>
+#include <tuple>
+#include <vector>
+
+#include "dispatcher/plan.hpp"
+#include "fmha_jit/dispatcher.hpp"
+#include "support/device_shim.hpp"
+// After the shim: device code.
+#include "bwd/fmha_bwd_sm90a_schedule.h"
+
+using namespace fmha_jit;
+
+namespace {
+
+// What fmha_bwd_sm90a_work reads of the kernels' shapes (FmhaBwdSm90aShape,
+// FmhaBwdSm90aHd256Shape): the tile and whether the atomic mode may split.
+template <int kM, int kN, int kSplit>
+struct ScheduleShape {
+  enum { kBlockM = kM, kBlockN = kN, kSplitTail = kSplit };
+};
+
+struct Problem {
+  int hdim, sq, sk, hq, hk, batch;
+  MaskKind mask;
+  int window_left = -1, window_right = -1;
+};
+
+std::string describe(const Problem& p, bool det, int sms) {
+  std::ostringstream s;
+  s << "hdim " << p.hdim << " Sq " << p.sq << " Sk " << p.sk << " heads " << p.hq << ":" << p.hk
+    << " batch " << p.batch << " mask " << to_string(p.mask) << " (" << p.window_left << ", "
+    << p.window_right << ")" << (det ? " deterministic" : " atomic") << " on " << sms << " SMs";
+  return s.str();
+}
+
+// Query tile m sees key tile n: some valid row of m sees some key of n (the mask's own rule).
+std::set<std::pair<int, int>> visible_tiles(const Problem& p, int block_m, int block_n) {
+  std::set<std::pair<int, int>> seen;
+  for (int i = 0; i < p.sq; ++i) {
+    const FmhaKeyRange r =
+        fmha_visible_keys(static_cast<int>(p.mask), i, p.sq, p.sk, p.window_left, p.window_right);
+    if (r.hi <= r.lo) continue;
+    for (int n = r.lo / block_n; n <= (r.hi - 1) / block_n; ++n) seen.insert({i / block_m, n});
+  }
+  return seen;
+}
+
+struct Cta {
+  int linear;
+  FmhaBwdSm90aWork w;
+  std::vector<std::tuple<int, int, int>> visits;  // (query head, query tile, turn)
+};
+
+template <class Shape, int kMask, bool kDet>
+void check_launch(const Problem& prob, int sms) {
+  INFO(describe(prob, kDet, sms));
+  FmhaKernelConfig c;
+  c.family = Family::bwd;
+  c.arch = "sm_90";
+  c.hdim_q = c.hdim_v = prob.hdim;
+  c.mask = prob.mask;
+  c.deterministic = kDet;
+  c = canonicalize(c);
+  REQUIRE(c.impl == KernelImpl::wgmma_sm90a);
+  REQUIRE(c.block_m == Shape::kBlockM);
+  REQUIRE(c.block_n == Shape::kBlockN);
+  FmhaProblem fp;
+  fp.batch = prob.batch;
+  fp.nhead_q = prob.hq;
+  fp.nhead_k = prob.hk;
+  fp.seqlen_q = prob.sq;
+  fp.seqlen_k = prob.sk;
+  fp.hdim_q = fp.hdim_v = prob.hdim;
+  fp.window_left = prob.window_left;
+  fp.window_right = prob.window_right;
+
+  FmhaBwdParams params{};
+  FmhaFwdParams& f = params.fwd;
+  f.batch = prob.batch;
+  f.nhead_q = prob.hq;
+  f.nhead_k = prob.hk;
+  f.seqlen_q = prob.sq;
+  f.seqlen_k = prob.sk;
+  f.window_left = prob.window_left;
+  f.window_right = prob.window_right;
+  params.det_group_heads = kDet ? dispatch::det_group_heads(c, fp, sms) : 1;
+  params.det_asc_pairs = kDet ? dispatch::det_asc_pairs(c, fp) : 0;
+  const dispatch::BwdSplitTail split = dispatch::bwd_split_tail(c, fp, sms);
+  params.split_first = split.first;
+  params.split_tiles = split.tiles;
+  params.split_parts = split.parts;
+
+  // The grid as the plan launches it.
+  const auto stages = dispatch::plan_stages(c, fp, sms);
+  const dispatch::StageLaunch& launch = stages[1];
+  const int num_n = static_cast<int>(dispatch::key_tiles(c, fp));
+  const int num_m = (prob.sq + Shape::kBlockM - 1) / Shape::kBlockM;
+  std::vector<Cta> ctas;
+  for (unsigned z = 0; z < launch.grid.z; ++z) {
+    for (unsigned y = 0; y < launch.grid.y; ++y) {
+      for (unsigned x = 0; x < launch.grid.x; ++x) {
+        blockIdx = {x, y, z};
+        Cta cta{static_cast<int>(x + launch.grid.x * (y + launch.grid.y * z)),
+                fmha_bwd_sm90a_work<Shape, kMask, kDet>(params),
+                {}};
+        for (int it = 0; it < cta.w.num_iters; ++it) {
+          const int m = cta.w.m_block(it);
+          const int turn =
+              kDet ? fmha_bwd_sm90a_dq_turn<kMask, Shape::kBlockM, Shape::kBlockN>(f, cta.w, m) : 0;
+          cta.visits.emplace_back(cta.w.head(it), m, turn);
+        }
+        ctas.push_back(std::move(cta));
+      }
+    }
+  }
+
+  // Coverage: per (batch, kv head, key tile), the visits of its CTA(s), against the mask.
+  const auto visible = visible_tiles(prob, Shape::kBlockM, Shape::kBlockN);
+  std::map<std::tuple<int, int, int>, std::multiset<std::pair<int, int>>> visits;
+  std::map<std::tuple<int, int, int>, int> whole;
+  for (const Cta& cta : ctas) {
+    REQUIRE(cta.w.n_block >= 0);
+    REQUIRE(cta.w.n_block < num_n);
+    const auto tile = std::make_tuple(cta.w.b, cta.w.hk, cta.w.n_block);
+    if (cta.w.part < 0) ++whole[tile];
+    for (const auto& [h, m, turn] : cta.visits) visits[tile].insert({h, m});
+  }
+  const int group = prob.hq / prob.hk;
+  for (int b = 0; b < prob.batch; ++b) {
+    for (int hk = 0; hk < prob.hk; ++hk) {
+      for (int n = 0; n < num_n; ++n) {
+        const auto tile = std::make_tuple(b, hk, n);
+        std::multiset<std::pair<int, int>> expected;
+        for (int m = 0; m < num_m; ++m) {
+          if (!visible.count({m, n})) continue;
+          for (int g = 0; g < group; ++g) expected.insert({hk * group + g, m});
+        }
+        INFO("key tile " << n << " of kv head " << hk << ", batch " << b);
+        CHECK(visits[tile] == expected);
+        CHECK(whole[tile] <= 1);
+      }
+    }
+  }
+  if (!kDet) return;
+
+  // Turns: at each (batch, query head, query tile) the visitors' turns are 0 .. n - 1, in the
+  // chain's order of key tiles (one order per (kv head, batch) pair).
+  std::map<std::tuple<int, int, int>, std::map<int, int>> turns;  // turn -> key tile
+  std::map<std::pair<int, int>, bool> ascending;                  // per (batch, kv head)
+  for (const Cta& cta : ctas) {
+    const auto [it, fresh] = ascending.insert({{cta.w.b, cta.w.hk}, cta.w.ascending});
+    CHECK((fresh || it->second == cta.w.ascending));
+    for (const auto& [h, m, turn] : cta.visits) {
+      auto& at = turns[std::make_tuple(cta.w.b, h, m)];
+      INFO("query tile " << m << " of head " << h << ", key tile " << cta.w.n_block);
+      CHECK(at.count(turn) == 0);
+      at[turn] = cta.w.n_block;
+    }
+  }
+  for (const auto& [key, at] : turns) {
+    const bool up = ascending[{std::get<0>(key), std::get<1>(key) / group}];
+    int expect = 0, previous = -1;
+    for (const auto& [turn, n] : at) {
+      CHECK(turn == expect++);
+      if (previous >= 0) CHECK((up ? n > previous : n < previous));
+      previous = n;
+    }
+  }
+
+  // Launch-order simulation: `sms` resident CTAs at a time, admitted in linear order; each adds
+  // at its next visit when the semaphore equals its turn. A pass without progress is a deadlock.
+  std::vector<const Cta*> order(ctas.size());
+  for (const Cta& cta : ctas) order[static_cast<std::size_t>(cta.linear)] = &cta;
+  std::map<std::tuple<int, int, int>, int> sem;
+  std::vector<std::pair<const Cta*, std::size_t>> resident;
+  std::size_t next = 0, done = 0;
+  while (done < order.size()) {
+    while (resident.size() < static_cast<std::size_t>(sms) && next < order.size())
+      resident.push_back({order[next++], 0});
+    bool progress = false;
+    for (auto& [cta, pos] : resident) {
+      while (pos < cta->visits.size()) {
+        const auto& [h, m, turn] = cta->visits[pos];
+        int& count = sem[std::make_tuple(cta->w.b, h, m)];
+        if (count != turn) break;
+        ++count;
+        ++pos;
+        progress = true;
+      }
+    }
+    const auto finished = std::remove_if(resident.begin(), resident.end(), [](const auto& r) {
+      return r.second == r.first->visits.size();
+    });
+    done += static_cast<std::size_t>(resident.end() - finished);
+    progress = progress || finished != resident.end();
+    resident.erase(finished, resident.end());
+    if (!progress) {
+      FAIL("deadlock: " << resident.size() << " resident CTAs wait, " << done << " of "
+                        << order.size() << " done");
+    }
+  }
+}
+
+template <class Shape, bool kDet>
+void check_masks(const Problem& base, int sms) {
+  Problem p = base;
+  p.mask = MaskKind::none;
+  check_launch<Shape, FMHA_MASK_NONE, kDet>(p, sms);
+  p.mask = MaskKind::causal_top_left;
+  check_launch<Shape, FMHA_MASK_CAUSAL_TOP_LEFT, kDet>(p, sms);
+  p.mask = MaskKind::causal_bottom_right;
+  check_launch<Shape, FMHA_MASK_CAUSAL_BOTTOM_RIGHT, kDet>(p, sms);
+  p.mask = MaskKind::sliding_window;
+  for (auto [left, right] : std::vector<std::pair<int, int>>{{20, 7}, {100, 0}, {-1, 3}}) {
+    p.window_left = left;
+    p.window_right = right;
+    check_launch<Shape, FMHA_MASK_SLIDING_WINDOW, kDet>(p, sms);
+  }
+}
+
+template <bool kDet>
+void check_hdims(Problem p, int sms) {
+  p.hdim = 64;
+  check_masks<ScheduleShape<128, 128, 1>, kDet>(p, sms);
+  p.hdim = 128;
+  check_masks<ScheduleShape<64, 128, 1>, kDet>(p, sms);
+  p.hdim = 256;
+  check_masks<ScheduleShape<64, 64, 0>, kDet>(p, sms);
+}
+
+const std::vector<Problem> kProblems = {
+    // hdim and mask are set per check; odd lengths leave partial tiles on both sides.
+    {0, 1, 1, 8, 1, 1, MaskKind::none},       {0, 17, 45, 4, 2, 2, MaskKind::none},
+    {0, 130, 77, 4, 2, 2, MaskKind::none},    {0, 300, 260, 4, 2, 2, MaskKind::none},
+    {0, 1000, 999, 8, 1, 3, MaskKind::none},  {0, 777, 1000, 8, 2, 3, MaskKind::none},
+    {0, 2500, 2500, 10, 5, 2, MaskKind::none}};
+
+}  // namespace
+
+TEST_CASE("bwd schedule: every key tile visits exactly its query tiles (atomic mode)",
+          "[schedule]") {
+  for (int sms : {132, 7}) {
+    for (const Problem& p : kProblems) check_hdims<false>(p, sms);
+  }
+}
+
+TEST_CASE("bwd schedule: the deterministic turns order each tile's adds and never deadlock",
+          "[schedule]") {
+  for (int sms : {132, 7, 1}) {
+    for (const Problem& p : kProblems) check_hdims<true>(p, sms);
+  }
+}
+
+TEST_CASE("bwd schedule: the split last wave covers each split key tile's visits once",
+          "[schedule]") {
+  // 2048 key tiles at hdim 128 S 8192 2 x 16 heads: a partial last wave the plan splits.
+  const Problem p{128, 8192, 8192, 16, 16, 2, MaskKind::none};
+  FmhaKernelConfig c;
+  c.family = Family::bwd;
+  c.arch = "sm_90";
+  c.hdim_q = c.hdim_v = 128;
+  FmhaProblem fp;
+  fp.batch = 2;
+  fp.nhead_q = fp.nhead_k = 16;
+  fp.seqlen_q = fp.seqlen_k = 8192;
+  fp.hdim_q = fp.hdim_v = 128;
+  REQUIRE(dispatch::bwd_split_tail(canonicalize(c), fp, 132).tiles > 0);
+  check_launch<ScheduleShape<64, 128, 1>, FMHA_MASK_NONE, false>(p, 132);
+}
