@@ -23,8 +23,9 @@ struct HostDim3 {
 };
 }  // namespace fmha_jit::test
 
-// The "current" CTA and thread of the device functions; the test sets them before each call.
-inline fmha_jit::test::HostDim3 blockIdx, threadIdx;
+// The "current" CTA and thread of the device functions, and the launch's grid; the test sets
+// them before each call.
+inline fmha_jit::test::HostDim3 blockIdx, threadIdx, gridDim;
 
 using std::max;
 using std::min;

@@ -1,0 +1,195 @@
+// The Hopper forward's persistent work list (templates/fwd/fmha_fwd_sm90a_work.h), run on the
+// host through support/device_shim.hpp for every CTA of the launches the plan makes (grid and
+// split tail from dispatch::plan_stages and fwd_split_tail for an SM count). Checked: the tile
+// list maps onto (query tile, head, batch) one to one; every tile runs once whole, or, in the
+// split round, as segments whose key blocks partition the tile's own (fmha_block_keys) in CTA
+// order; every CTA's split range maps back to it (fmha_fwd_sm90a_split_owner), and a segment's
+// part is 0 exactly when the CTA's range starts inside its tile (what the combining warpgroup
+// reads, FmhaFwdSm90aSegments). A GPU run covers only its own SM count and the shapes it runs.
+#include <catch2/catch.hpp>
+
+#include <map>
+#include <set>
+#include <sstream>
+#include <tuple>
+#include <vector>
+
+#include "codegen/tile_shapes.hpp"
+#include "dispatcher/plan.hpp"
+#include "fmha_jit/dispatcher.hpp"
+#include "support/device_shim.hpp"
+// After the shim: device code.
+#include "fwd/fmha_fwd_sm90a_work.h"
+
+using namespace fmha_jit;
+
+namespace {
+
+struct Problem {
+  int sq, sk, hq, hk, batch;
+};
+
+struct Item {
+  int cta, iter;
+  FmhaFwdSm90aWork w;
+  FmhaBlockKeys keys;
+};
+
+template <int kMask, int kBlockM, int kBlockN>
+void check_launch(const FmhaKernelConfig& c, const Problem& prob, int sms) {
+  INFO("hdim " << c.hdim_q << " tile " << kBlockM << " x " << kBlockN << " Sq " << prob.sq
+               << " Sk " << prob.sk << " heads " << prob.hq << ":" << prob.hk << " batch "
+               << prob.batch << " mask " << to_string(c.mask) << " on " << sms << " SMs");
+  REQUIRE(c.block_m == kBlockM);
+  REQUIRE(c.block_n == kBlockN);
+  FmhaProblem fp;
+  fp.batch = prob.batch;
+  fp.nhead_q = prob.hq;
+  fp.nhead_k = prob.hk;
+  fp.seqlen_q = prob.sq;
+  fp.seqlen_k = prob.sk;
+  fp.hdim_q = fp.hdim_v = c.hdim_q;
+  if (c.mask == MaskKind::sliding_window) fp.window_left = fp.window_right = 40;
+
+  FmhaFwdSm90Params P{};
+  FmhaFwdParams& f = P.fwd;
+  f.batch = prob.batch;
+  f.nhead_q = prob.hq;
+  f.nhead_k = prob.hk;
+  f.seqlen_q = prob.sq;
+  f.seqlen_k = prob.sk;
+  f.window_left = fp.window_left;
+  f.window_right = fp.window_right;
+  P.num_m_blocks = (prob.sq + kBlockM - 1) / kBlockM;
+  P.num_tiles = P.num_m_blocks * prob.hq * prob.batch;
+  const dispatch::FwdSplitTail split = dispatch::fwd_split_tail(c, fp, sms);
+  P.split_round = split.round;
+  P.split_tiles = split.tiles;
+  P.split_blocks = split.blocks;
+  P.split_ctas = split.ctas;
+  const auto stages = dispatch::plan_stages(c, fp, sms);
+  REQUIRE(stages.size() == 1);
+  const unsigned grid = stages[0].grid.x;
+  REQUIRE(static_cast<int>(grid) == std::min(P.num_tiles, sms));
+  gridDim = {grid, 1, 1};
+
+  std::vector<Item> items;
+  for (unsigned cta = 0; cta < grid; ++cta) {
+    blockIdx = {cta, 0, 0};
+    FmhaFwdSm90aWork w{};  // whole tiles leave the segment fields as they are
+    for (int iter = 0; fmha_fwd_sm90a_work<kMask>(P, iter, w); ++iter) {
+      REQUIRE(iter < P.num_tiles + 2);
+      int m_block, h, b;
+      fmha_fwd_sm90a_tile<kMask>(w.tile, P.num_m_blocks, f.nhead_q, f.batch, m_block, h, b);
+      const FmhaBlockKeys keys = fmha_fwd_sm90a_work_keys(
+          w, fmha_block_keys<kMask, kBlockM, kBlockN>(m_block * kBlockM, f));
+      items.push_back({static_cast<int>(cta), iter, w, keys});
+    }
+  }
+
+  // The list is a bijection onto the tiles.
+  std::set<std::tuple<int, int, int>> tiles;
+  for (int t = 0; t < P.num_tiles; ++t) {
+    int m_block, h, b;
+    fmha_fwd_sm90a_tile<kMask>(t, P.num_m_blocks, f.nhead_q, f.batch, m_block, h, b);
+    CHECK((m_block >= 0 && m_block < P.num_m_blocks && h >= 0 && h < f.nhead_q && b >= 0 &&
+           b < f.batch));
+    tiles.insert({m_block, h, b});
+  }
+  CHECK(static_cast<int>(tiles.size()) == P.num_tiles);
+
+  // Each tile once whole, or as segments that partition its key blocks in CTA order.
+  const int first_split = split.tiles > 0 ? split.round * static_cast<int>(grid) : P.num_tiles;
+  std::map<int, std::vector<const Item*>> by_tile;
+  for (const Item& it : items) {
+    REQUIRE(it.w.tile >= 0);
+    REQUIRE(it.w.tile < P.num_tiles);
+    by_tile[it.w.tile].push_back(&it);
+  }
+  CHECK(static_cast<int>(by_tile.size()) == P.num_tiles);
+  for (const auto& [tile, list] : by_tile) {
+    INFO("tile " << tile);
+    int m_block, h, b;
+    fmha_fwd_sm90a_tile<kMask>(tile, P.num_m_blocks, f.nhead_q, f.batch, m_block, h, b);
+    const FmhaBlockKeys own = fmha_block_keys<kMask, kBlockM, kBlockN>(m_block * kBlockM, f);
+    if (tile < first_split) {
+      REQUIRE(list.size() == 1);
+      CHECK(list[0]->w.part == -1);
+      continue;
+    }
+    REQUIRE(split.tiles > 0);
+    int next = own.n_block_begin;
+    for (const Item* it : list) {  // CTA order
+      CHECK(it->w.part >= 0);
+      CHECK(it->keys.n_block_begin == next);
+      CHECK(it->keys.n_block_end > it->keys.n_block_begin);
+      next = it->keys.n_block_end;
+      // The combining warpgroup finds this segment's slot: the CTA's part is 0 exactly when its
+      // range starts inside this tile.
+      const int u = tile - first_split;
+      CHECK(it->w.part == (fmha_fwd_sm90a_split_lo(P, it->cta) / P.split_blocks == u ? 0 : 1));
+    }
+    CHECK(next == own.n_block_end);
+    // ... and the CTAs it reads are exactly those with a segment here.
+    const int u = tile - first_split;
+    CHECK(fmha_fwd_sm90a_split_owner(P, u * P.split_blocks) == list.front()->cta);
+    CHECK(fmha_fwd_sm90a_split_owner(P, (u + 1) * P.split_blocks - 1) == list.back()->cta);
+    CHECK(list.back()->cta - list.front()->cta + 1 == static_cast<int>(list.size()));
+  }
+  if (split.tiles > 0) {
+    for (int cta = 0; cta < P.split_ctas; ++cta) {
+      for (int x = fmha_fwd_sm90a_split_lo(P, cta); x < fmha_fwd_sm90a_split_lo(P, cta + 1); ++x)
+        CHECK(fmha_fwd_sm90a_split_owner(P, x) == cta);
+    }
+  }
+}
+
+FmhaKernelConfig fwd_config(int hdim, MaskKind mask) {
+  FmhaKernelConfig c;
+  c.family = Family::fwd;
+  c.arch = "sm_90";
+  c.hdim_q = c.hdim_v = hdim;
+  c.mask = mask;
+  c = canonicalize(c);
+  REQUIRE(c.impl == KernelImpl::wgmma_sm90a);
+  return c;
+}
+
+// The heuristic's tile of each head dim, and the short causal variant where it has one.
+template <int kMask>
+void check_hdims(MaskKind mask, const Problem& p, int sms) {
+  check_launch<kMask, 192, 128>(fwd_config(64, mask), p, sms);
+  check_launch<kMask, 128, 128>(fwd_config(128, mask), p, sms);
+  check_launch<kMask, 128, 80>(fwd_config(192, mask), p, sms);
+  check_launch<kMask, 128, 80>(fwd_config(256, mask), p, sms);
+  const auto short_causal = [&](int hdim) {
+    FmhaKernelConfig c = fwd_config(hdim, mask);
+    const auto tile = codegen::wgmma_sm90a_fwd_short_causal_tile(c);
+    REQUIRE(tile.has_value());
+    c.block_m = tile->block_m;
+    c.block_n = tile->block_n;
+    c.num_warps = tile->num_warps;
+    return canonicalize(c);
+  };
+  check_launch<kMask, 128, 128>(short_causal(64), p, sms);
+  check_launch<kMask, 128, 64>(short_causal(256), p, sms);
+}
+
+const std::vector<Problem> kProblems = {
+    {1, 1, 8, 1, 1},       {17, 45, 4, 2, 2},     {130, 77, 4, 2, 2},   {300, 260, 4, 2, 2},
+    {1000, 999, 8, 1, 3},  {777, 1000, 8, 2, 3},  {2048, 2048, 16, 16, 8},
+    {8192, 8192, 16, 16, 2}, {1024, 4096, 32, 8, 4}};
+
+}  // namespace
+
+TEST_CASE("fwd schedule: every tile runs once, whole or as segments covering its keys",
+          "[schedule]") {
+  for (int sms : {132, 114, 7, 1}) {
+    for (const Problem& p : kProblems) {
+      check_hdims<FMHA_MASK_NONE>(MaskKind::none, p, sms);
+      check_hdims<FMHA_MASK_CAUSAL_TOP_LEFT>(MaskKind::causal_top_left, p, sms);
+      check_hdims<FMHA_MASK_CAUSAL_BOTTOM_RIGHT>(MaskKind::causal_bottom_right, p, sms);
+      check_hdims<FMHA_MASK_SLIDING_WINDOW>(MaskKind::sliding_window, p, sms);
+    }
+  }
+}
