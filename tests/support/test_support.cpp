@@ -3,6 +3,7 @@
 #include <sys/wait.h>
 
 #include <array>
+#include <cstdint>
 #include <cstdio>
 #include <random>
 
@@ -53,5 +54,46 @@ FmhaKernelConfig small_config(Family family, std::string arch) {
 std::vector<std::pair<int, int>> head_dim_pairs() {
   return {{32, 32}, {64, 64}, {96, 96}, {128, 128}, {192, 192}, {256, 256}, {192, 128}};
 }
+
+FmhaProblem sized_problem(int batch, int nhead_q, int nhead_k, int seqlen_q, int seqlen_k, int hdim,
+                          int window_left, int window_right) {
+  FmhaProblem p;
+  p.batch = batch;
+  p.nhead_q = nhead_q;
+  p.nhead_k = nhead_k;
+  p.seqlen_q = seqlen_q;
+  p.seqlen_k = seqlen_k;
+  p.hdim_q = p.hdim_v = hdim;
+  p.window_left = window_left;
+  p.window_right = window_right;
+  return p;
+}
+
+namespace {
+
+void* placeholder(std::uintptr_t n) { return reinterpret_cast<void*>(n << 12); }
+
+}  // namespace
+
+FwdTensors placeholder_fwd_tensors() {
+  return {placeholder(1), placeholder(2), placeholder(3), placeholder(4),
+          static_cast<float*>(placeholder(5))};
+}
+
+BwdTensors placeholder_bwd_tensors() {
+  BwdTensors t;
+  t.q = placeholder(1);
+  t.k = placeholder(2);
+  t.v = placeholder(3);
+  t.o = placeholder(4);
+  t.lse = static_cast<const float*>(placeholder(5));
+  t.d_o = placeholder(6);
+  t.d_q = placeholder(7);
+  t.d_k = placeholder(8);
+  t.d_v = placeholder(9);
+  return t;
+}
+
+void* placeholder_workspace() { return placeholder(10); }
 
 }  // namespace fmha_jit::test

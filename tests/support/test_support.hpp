@@ -6,6 +6,8 @@
 #include <vector>
 
 #include "fmha_jit/config.hpp"
+#include "fmha_jit/dispatcher.hpp"
+#include "fmha_jit/problem.hpp"
 
 namespace fmha_jit::test {
 
@@ -34,5 +36,17 @@ FmhaKernelConfig small_config(Family family = Family::fwd, std::string arch = "s
 
 // Every valid (hdim_q, hdim_v) pair.
 std::vector<std::pair<int, int>> head_dim_pairs();
+
+// A bhsd problem of these sizes, hdim_v = hdim_q.
+FmhaProblem sized_problem(int batch, int nhead_q, int nhead_k, int seqlen_q, int seqlen_k, int hdim,
+                          int window_left = -1, int window_right = -1);
+
+// Tensors for building a launch's parameters with the runner's own functions on a machine
+// without a GPU: distinct, 4 KB aligned addresses that nothing dereferences (the schedule tests
+// read only the sizes in the parameters).
+FwdTensors placeholder_fwd_tensors();
+BwdTensors placeholder_bwd_tensors();
+// A workspace base for dispatch::make_bwd_params, of the same kind.
+void* placeholder_workspace();
 
 }  // namespace fmha_jit::test

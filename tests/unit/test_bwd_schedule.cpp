@@ -18,8 +18,11 @@
 #include <tuple>
 #include <vector>
 
+#include "dispatcher/launch.hpp"
 #include "dispatcher/plan.hpp"
 #include "fmha_jit/dispatcher.hpp"
+#include "support/test_support.hpp"
+// Last before the device code: it defines __CUDACC__.
 #include "support/device_shim.hpp"
 // After the shim: device code.
 #include "bwd/fmha_bwd_sm90a_schedule.h"
@@ -80,27 +83,13 @@ void check_launch(const Problem& prob, int sms) {
   REQUIRE(c.impl == KernelImpl::wgmma_sm90a);
   REQUIRE(c.block_m == Shape::kBlockM);
   REQUIRE(c.block_n == Shape::kBlockN);
-  FmhaProblem fp;
-  fp.batch = prob.batch;
-  fp.nhead_q = prob.hq;
-  fp.nhead_k = prob.hk;
-  fp.seqlen_q = prob.sq;
-  fp.seqlen_k = prob.sk;
-  fp.hdim_q = fp.hdim_v = prob.hdim;
-  fp.window_left = prob.window_left;
-  fp.window_right = prob.window_right;
-
-  FmhaBwdParams params{};
-  FmhaFwdParams& f = params.fwd;
-  f.batch = prob.batch;
-  f.nhead_q = prob.hq;
-  f.nhead_k = prob.hk;
-  f.seqlen_q = prob.sq;
-  f.seqlen_k = prob.sk;
-  f.window_left = prob.window_left;
-  f.window_right = prob.window_right;
+  const FmhaProblem fp = test::sized_problem(prob.batch, prob.hq, prob.hk, prob.sq, prob.sk,
+                                             prob.hdim, prob.window_left, prob.window_right);
+  // The parameters as the runner builds them (dispatcher/runner.cpp), then its device choices.
+  FmhaBwdParams params = dispatch::make_bwd_params(c, fp, test::placeholder_bwd_tensors(),
+                                                   test::placeholder_workspace());
+  const FmhaFwdParams& f = params.fwd;
   params.det_group_heads = kDet ? dispatch::det_group_heads(c, fp, sms) : 1;
-  params.det_asc_pairs = kDet ? dispatch::det_asc_pairs(c, fp) : 0;
   const dispatch::BwdSplitTail split = dispatch::bwd_split_tail(c, fp, sms);
   params.split_first = split.first;
   params.split_tiles = split.tiles;

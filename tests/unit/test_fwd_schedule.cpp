@@ -15,8 +15,11 @@
 #include <vector>
 
 #include "codegen/tile_shapes.hpp"
+#include "dispatcher/launch.hpp"
 #include "dispatcher/plan.hpp"
 #include "fmha_jit/dispatcher.hpp"
+#include "support/test_support.hpp"
+// Last before the device code: it defines __CUDACC__.
 #include "support/device_shim.hpp"
 // After the shim: device code.
 #include "fwd/fmha_fwd_sm90a_work.h"
@@ -37,29 +40,19 @@ struct Item {
 
 template <int kMask, int kBlockM, int kBlockN>
 void check_launch(const FmhaKernelConfig& c, const Problem& prob, int sms) {
-  INFO("hdim " << c.hdim_q << " tile " << kBlockM << " x " << kBlockN << " Sq " << prob.sq
-               << " Sk " << prob.sk << " heads " << prob.hq << ":" << prob.hk << " batch "
-               << prob.batch << " mask " << to_string(c.mask) << " on " << sms << " SMs");
+  INFO("hdim " << c.hdim_q << " tile " << kBlockM << " x " << kBlockN << " Sq " << prob.sq << " Sk "
+               << prob.sk << " heads " << prob.hq << ":" << prob.hk << " batch " << prob.batch
+               << " mask " << to_string(c.mask) << " on " << sms << " SMs");
   REQUIRE(c.block_m == kBlockM);
   REQUIRE(c.block_n == kBlockN);
-  FmhaProblem fp;
-  fp.batch = prob.batch;
-  fp.nhead_q = prob.hq;
-  fp.nhead_k = prob.hk;
-  fp.seqlen_q = prob.sq;
-  fp.seqlen_k = prob.sk;
-  fp.hdim_q = fp.hdim_v = c.hdim_q;
-  if (c.mask == MaskKind::sliding_window) fp.window_left = fp.window_right = 40;
-
+  const int window = c.mask == MaskKind::sliding_window ? 40 : -1;
+  const FmhaProblem fp =
+      test::sized_problem(prob.batch, prob.hq, prob.hk, prob.sq, prob.sk, c.hdim_q, window, window);
+  // The parameters as the runner builds them (dispatcher/launch_sm90a.cpp, without the tensor
+  // maps, which need a driver).
   FmhaFwdSm90Params P{};
-  FmhaFwdParams& f = P.fwd;
-  f.batch = prob.batch;
-  f.nhead_q = prob.hq;
-  f.nhead_k = prob.hk;
-  f.seqlen_q = prob.sq;
-  f.seqlen_k = prob.sk;
-  f.window_left = fp.window_left;
-  f.window_right = fp.window_right;
+  P.fwd = dispatch::make_fwd_params(c, fp, test::placeholder_fwd_tensors());
+  const FmhaFwdParams& f = P.fwd;
   P.num_m_blocks = (prob.sq + kBlockM - 1) / kBlockM;
   P.num_tiles = P.num_m_blocks * prob.hq * prob.batch;
   const dispatch::FwdSplitTail split = dispatch::fwd_split_tail(c, fp, sms);
@@ -176,9 +169,9 @@ void check_hdims(MaskKind mask, const Problem& p, int sms) {
 }
 
 const std::vector<Problem> kProblems = {
-    {1, 1, 8, 1, 1},       {17, 45, 4, 2, 2},     {130, 77, 4, 2, 2},   {300, 260, 4, 2, 2},
-    {1000, 999, 8, 1, 3},  {777, 1000, 8, 2, 3},  {2048, 2048, 16, 16, 8},
-    {8192, 8192, 16, 16, 2}, {1024, 4096, 32, 8, 4}};
+    {1, 1, 8, 1, 1},         {17, 45, 4, 2, 2},       {130, 77, 4, 2, 2},
+    {300, 260, 4, 2, 2},     {1000, 999, 8, 1, 3},    {777, 1000, 8, 2, 3},
+    {2048, 2048, 16, 16, 8}, {8192, 8192, 16, 16, 2}, {1024, 4096, 32, 8, 4}};
 
 }  // namespace
 
