@@ -1,15 +1,14 @@
 // Tile-level visibility of the masks, for every backward kernel: which key tiles a query tile
-// sees, which query tiles visit a key tile, which queries see a key. No inline PTX, so host tests
-// run it as well (tests/unit/test_bwd_schedule.cpp).
+// sees, which query tiles visit a key tile, which queries see a key. One definition for the skip
+// test and the semaphore counts of the deterministic mode, so a CTA never waits for a key tile
+// that does not visit the query tile. No inline PTX, so host tests run it as well
+// (tests/unit/test_bwd_schedule.cpp).
 #pragma once
 
 #include "common/fmha_params.h"
 #include "common/mask.h"
 #include "common/mask_i32.h"
 #include "common/platform.h"
-
-// Tile-level visibility, shared by the skip test and the semaphore counts of the deterministic
-// mode (one definition, so a CTA never waits for a key tile that does not visit the query tile).
 
 // Key tiles [lo, hi) that query tile m_block sees (empty when hi <= lo). The visible keys of a
 // row are an interval whose ends never decrease with the row, and consecutive rows' intervals

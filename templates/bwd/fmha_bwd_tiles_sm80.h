@@ -1,6 +1,6 @@
 // Building blocks of the sm_80+ backward kernels (fmha_bwd_sm80.h): the compile-time shape and
-// warp layout of stage 2, fragment addressing for per-warp offsets, and the tile-level mask
-// geometry shared by the skip test and the semaphore counts of the deterministic mode.
+// warp layout of stage 2 and fragment addressing for per-warp offsets; the tile-level mask
+// geometry they share with the Hopper kernels is fmha_bwd_tile_visibility.h.
 #pragma once
 
 #include "bwd/fmha_bwd_tile_visibility.h"
