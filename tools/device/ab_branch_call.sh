@@ -11,7 +11,11 @@
 source "$(dirname "$0")/call_env.sh"
 alt=.carry/alt/${BRANCH:?set BRANCH}
 [ "$BRANCH" = main ] && alt=$b
-[ -n "${SUITES:-}" ] && run_gpu_suites $alt/fmha_jit_gpu_tests "$SUITES" 170
+# A build whose suites fail is not measured: its rows would time a wrong kernel, or hang.
+if [ -n "${SUITES:-}" ] && ! STOP_ON_FAIL=1 run_gpu_suites $alt/fmha_jit_gpu_tests "$SUITES" 170; then
+  echo "$BRANCH: a gpu suite failed; no rows"
+  exit 1
+fi
 for row in ${ROWS:?set ROWS}; do
   IFS=, read -r fam d s bt hq hk m det <<<"$row"
   flag=""

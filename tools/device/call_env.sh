@@ -12,17 +12,25 @@ nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader
 date -u +"%Y-%m-%d %H:%M UTC"
 
 # run_gpu_suites TESTS "suite;suite..." [SECONDS]: each gpu test suite under a kill timeout (a
-# hang must not cost the call), its log in $out, its verdict here.
+# hang must not cost the call), its log in $out, its verdict here. Returns 1 if one failed, and
+# with STOP_ON_FAIL=1 runs no suite after it (a build whose first suite hangs would hang the
+# next ones too, each for the whole timeout).
 run_gpu_suites() {
-  local tests=$1 limit=${3:-150} suite log
+  local tests=$1 limit=${3:-150} suite log rc failed=0
   local -a suites
   IFS=";" read -ra suites <<<"$2"
   for suite in "${suites[@]}"; do
     log="$out/$(echo "$suite" | tr -c 'a-z0-9\n' '_').txt"
     timeout --signal=KILL "$limit" "$tests" "$suite" --durations yes > "$log" 2>&1
-    echo "$suite rc=$? at ${SECONDS}s"
+    rc=$?
+    echo "$suite rc=$rc at ${SECONDS}s"
     grep -E "FAILED|passed|failed|with expansion" -A2 "$log" | tail -12
+    if [ "$rc" != 0 ] && [ "$rc" != 77 ]; then
+      failed=1
+      [ "${STOP_ON_FAIL:-0}" = 1 ] && break
+    fi
   done
+  return $failed
 }
 
 # run_examples: example 37 at hdim 64, 128, 256 (deterministic bit-exact against the atomic mode,
