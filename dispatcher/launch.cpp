@@ -165,4 +165,13 @@ FmhaBwdParams make_bwd_params(const FmhaKernelConfig& c, const FmhaProblem& p, c
   return params;
 }
 
+void set_bwd_device_choices(FmhaBwdParams& params, const FmhaKernelConfig& c, const FmhaProblem& p,
+                            int multiprocessors) {
+  params.det_group_heads = det_group_heads(c, p, multiprocessors);
+  const BwdSplitTail split = bwd_split_tail(c, p, multiprocessors);
+  params.split_first = split.first;
+  params.split_tiles = split.tiles;
+  params.split_parts = split.parts;
+}
+
 }  // namespace fmha_jit::dispatch

@@ -22,8 +22,17 @@ FmhaFwdParams make_fwd_params(const FmhaKernelConfig& canonical, const FmhaProbl
 FmhaFwdSm90Params make_fwd_sm90a_params(const FmhaKernelConfig& canonical, const FmhaFwdParams& fwd,
                                         device::DeviceApi& api, const FwdSplitTail& split,
                                         void* split_workspace);
+// The persistent work list of the wgmma_sm90a forward (tile counts and the split tail round, with
+// its workspace of split.workspace_bytes, null when split.tiles is 0): the part of
+// make_fwd_sm90a_params that needs no driver.
+void set_fwd_sm90a_work(FmhaFwdSm90Params& params, const FmhaKernelConfig& canonical,
+                        const FwdSplitTail& split, void* split_workspace);
 FmhaBwdParams make_bwd_params(const FmhaKernelConfig& canonical, const FmhaProblem& problem,
                               const BwdTensors& tensors, void* workspace);
+// The backward's choices that depend on the device's SM count: the deterministic mode's group size
+// (det_group_heads) and the atomic mode's split tail (bwd_split_tail).
+void set_bwd_device_choices(FmhaBwdParams& params, const FmhaKernelConfig& canonical,
+                            const FmhaProblem& problem, int multiprocessors);
 // The wgmma_sm90a backward's parameters: `bwd` (from make_bwd_params, with its workspace) and the
 // tensor maps of Q, K, V, dO and the fp32 dQ workspace (dispatcher/launch_sm90a.cpp).
 FmhaBwdSm90Params make_bwd_sm90a_params(const FmhaKernelConfig& canonical, const FmhaBwdParams& bwd,

@@ -89,6 +89,13 @@ FmhaFwdSm90Params make_fwd_sm90a_params(const FmhaKernelConfig& c, const FmhaFwd
   params.o_map = tensor_map(api, c.dtype, fwd.o, fwd.o_strides, c.hdim_v, fwd.seqlen_q, fwd.nhead_q,
                             fwd.batch, 64);
   params.fwd = fwd;
+  set_fwd_sm90a_work(params, c, split, split_workspace);
+  return params;
+}
+
+void set_fwd_sm90a_work(FmhaFwdSm90Params& params, const FmhaKernelConfig& c,
+                        const FwdSplitTail& split, void* split_workspace) {
+  const FmhaFwdParams& fwd = params.fwd;
   params.num_m_blocks = (fwd.seqlen_q + c.block_m - 1) / c.block_m;
   params.num_tiles = params.num_m_blocks * fwd.nhead_q * fwd.batch;
   if (split.tiles > 0) {
@@ -100,7 +107,6 @@ FmhaFwdSm90Params make_fwd_sm90a_params(const FmhaKernelConfig& c, const FmhaFwd
     params.split_blocks = split.blocks;
     params.split_ctas = split.ctas;
   }
-  return params;
 }
 
 }  // namespace fmha_jit::dispatch

@@ -105,11 +105,7 @@ class KernelRunner final : public FmhaRunner {
     }
     FmhaBwdParams params = make_bwd_params(config(), problem, tensors, workspace);
     device::DeviceApi& api = device::require_device("run_bwd");
-    params.det_group_heads = det_group_heads(config(), problem, api.multiprocessor_count());
-    const BwdSplitTail split = bwd_split_tail(config(), problem, api.multiprocessor_count());
-    params.split_first = split.first;
-    params.split_tiles = split.tiles;
-    params.split_parts = split.parts;
+    set_bwd_device_choices(params, config(), problem, api.multiprocessor_count());
     if (config().impl == KernelImpl::wgmma_sm90a) {
       FmhaBwdSm90Params hopper = make_bwd_sm90a_params(config(), params, api);
       launch_all(problem, &hopper, stream, hook);

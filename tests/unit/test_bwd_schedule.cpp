@@ -2,7 +2,7 @@
 // host. The device functions that give each CTA its key tile and its list of (query head, query
 // tile) visits, and that count the deterministic mode's turns, are compiled here through
 // support/device_shim.hpp and called for every CTA of a launch, with the parameters the runner
-// would pass (dispatch::det_group_heads, det_asc_pairs, bwd_split_tail for an SM count). Checked:
+// would pass (dispatch::make_bwd_params, set_bwd_device_choices for an SM count). Checked:
 //   - every key tile runs once (or as parts that cover its visits once), and visits exactly the
 //     (query head, query tile) pairs a brute force over the mask's rows says it must;
 //   - in the deterministic mode the turns at each query tile are 0 .. n - 1 over the key tiles
@@ -89,11 +89,7 @@ void check_launch(const Problem& prob, int sms) {
   FmhaBwdParams params = dispatch::make_bwd_params(c, fp, test::placeholder_bwd_tensors(),
                                                    test::placeholder_workspace());
   const FmhaFwdParams& f = params.fwd;
-  params.det_group_heads = kDet ? dispatch::det_group_heads(c, fp, sms) : 1;
-  const dispatch::BwdSplitTail split = dispatch::bwd_split_tail(c, fp, sms);
-  params.split_first = split.first;
-  params.split_tiles = split.tiles;
-  params.split_parts = split.parts;
+  dispatch::set_bwd_device_choices(params, c, fp, sms);
 
   // The grid as the plan launches it.
   const auto stages = dispatch::plan_stages(c, fp, sms);
@@ -144,7 +140,7 @@ void check_launch(const Problem& prob, int sms) {
         CHECK(visits[tile] == expected);
         // One CTA, or the split's parts: even a tile no query sees writes its zero dK and dV.
         CHECK(((whole[tile] == 1 && parts[tile] == 0) ||
-               (whole[tile] == 0 && parts[tile] == split.parts && split.parts > 0)));
+               (whole[tile] == 0 && parts[tile] == params.split_parts && params.split_parts > 0)));
       }
     }
   }

@@ -48,18 +48,13 @@ void check_launch(const FmhaKernelConfig& c, const Problem& prob, int sms) {
   const int window = c.mask == MaskKind::sliding_window ? 40 : -1;
   const FmhaProblem fp =
       test::sized_problem(prob.batch, prob.hq, prob.hk, prob.sq, prob.sk, c.hdim_q, window, window);
-  // The parameters as the runner builds them (dispatcher/launch_sm90a.cpp, without the tensor
-  // maps, which need a driver).
+  // The parameters as the runner builds them (make_fwd_sm90a_params without the tensor maps,
+  // which need a driver).
   FmhaFwdSm90Params P{};
   P.fwd = dispatch::make_fwd_params(c, fp, test::placeholder_fwd_tensors());
   const FmhaFwdParams& f = P.fwd;
-  P.num_m_blocks = (prob.sq + kBlockM - 1) / kBlockM;
-  P.num_tiles = P.num_m_blocks * prob.hq * prob.batch;
   const dispatch::FwdSplitTail split = dispatch::fwd_split_tail(c, fp, sms);
-  P.split_round = split.round;
-  P.split_tiles = split.tiles;
-  P.split_blocks = split.blocks;
-  P.split_ctas = split.ctas;
+  dispatch::set_fwd_sm90a_work(P, c, split, test::placeholder_workspace());
   const auto stages = dispatch::plan_stages(c, fp, sms);
   REQUIRE(stages.size() == 1);
   const unsigned grid = stages[0].grid.x;
