@@ -58,6 +58,21 @@ struct FwdSplitTail {
 FwdSplitTail fwd_split_tail(const FmhaKernelConfig& canonical, const FmhaProblem& problem,
                             int multiprocessors);
 
+// wgmma_sm90a forward under a causal mask: each persistent CTA's tiles, where a greedy plan
+// (heaviest tile first, to the CTA with the least work so far) beats the kernel's static order
+// (FmhaFwdSm90Params::tile_order, templates/fwd/fmha_fwd_sm90a_work.h). order[r * grid + c] is
+// CTA c's r-th tile (an index of the kernel's causal list, heaviest first), -1 past its last;
+// empty where the static order is kept. Work is modelled as key blocks plus a per-tile overhead.
+struct FwdTileOrder {
+  int grid = 0;
+  int rounds = 0;
+  std::vector<int> order;       // rounds x grid, round-major; empty: the static order
+  double static_makespan = 0;   // the most modelled work on one CTA, static order
+  double planned_makespan = 0;  // the same, greedy plan
+};
+FwdTileOrder fwd_tile_order(const FmhaKernelConfig& canonical, const FmhaProblem& problem,
+                            int multiprocessors);
+
 // wgmma_sm90a backward, atomic mode, hdim 64 / 128, without a mask: whether stage 2 splits the
 // key tiles of its launch's last partial wave into parts over their query tiles
 // (FmhaBwdParams::split_*, templates/bwd/fmha_bwd_sm90a_schedule.h), and into how many.

@@ -1,5 +1,8 @@
 #include "dispatcher/runner.hpp"
 
+#include <array>
+#include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <shared_mutex>
@@ -77,6 +80,10 @@ class KernelRunner final : public FmhaRunner {
       const FwdSplitTail split = fwd_split_tail(config(), problem, api.multiprocessor_count());
       void* scratch = split.tiles > 0 ? split_workspace(split.workspace_bytes, stream) : nullptr;
       FmhaFwdSm90Params hopper = make_fwd_sm90a_params(config(), params, api, split, scratch);
+      if (const PlannedOrder* order = tile_order(problem, api.multiprocessor_count())) {
+        hopper.tile_order = static_cast<const int*>(order->table.data());
+        hopper.tile_order_rounds = order->rounds;
+      }
       launch_all(problem, &hopper, stream, hook);
       return;
     }
@@ -166,6 +173,33 @@ class KernelRunner final : public FmhaRunner {
     if (hook && *hook) (*hook)(stages.size(), {}, stream);
   }
 
+  struct PlannedOrder {
+    DeviceBuffer table;
+    int rounds = 0;
+  };
+
+  // The plan of this problem's causal forward on `multiprocessors` SMs, uploaded on first use;
+  // null where the kernel's static order is kept. The plan depends on these five numbers only
+  // (the config fixes the mask and the tile).
+  const PlannedOrder* tile_order(const FmhaProblem& problem, int multiprocessors) {
+    const std::array<std::int64_t, 5> shape{problem.seqlen_q, problem.seqlen_k, problem.nhead_q,
+                                            problem.batch, multiprocessors};
+    std::lock_guard lock(mutex_);
+    auto it = tile_orders_.find(shape);
+    if (it == tile_orders_.end()) {
+      const FwdTileOrder plan = fwd_tile_order(config(), problem, multiprocessors);
+      std::unique_ptr<PlannedOrder> uploaded;
+      if (!plan.order.empty()) {
+        uploaded = std::make_unique<PlannedOrder>();
+        uploaded->table = DeviceBuffer(plan.order.size() * sizeof(int));
+        uploaded->table.upload(plan.order.data(), plan.order.size() * sizeof(int));
+        uploaded->rounds = plan.rounds;
+      }
+      it = tile_orders_.emplace(shape, std::move(uploaded)).first;
+    }
+    return it->second.get();
+  }
+
   // Grow-only scratch owned by the runner; growing waits for the stream so the old buffer is idle.
   void* owned_workspace(std::size_t bytes, void* stream) {
     std::lock_guard lock(mutex_);
@@ -201,6 +235,10 @@ class KernelRunner final : public FmhaRunner {
   std::shared_ptr<const LoadedModule> module_;
   DeviceBuffer workspace_;
   std::unordered_map<void*, DeviceBuffer> split_workspaces_;
+  // The causal forward's tile plans (fwd_tile_order) in device memory, one per problem shape
+  // that has one; read-only once uploaded, so every stream shares them. Kept for the runner's
+  // life: a table is rounds x SMs ints (16 KB at 2048 tiles on 132 SMs).
+  std::map<std::array<std::int64_t, 5>, std::unique_ptr<PlannedOrder>> tile_orders_;
 };
 
 // Memo of runners by the raw bytes of the config as given plus the cache root: building this key

@@ -24,7 +24,8 @@
 // atomic order, reversed) every wave re-creates the chains' stagger: the CTAs that finish first
 // are replaced by later chain positions of the next pair, which wait for its earlier ones. With
 // groups of as many pairs as fill the GPU, chain by chain (floor(SMs / num_n), the host's
-// choice without a mask), the CTAs of one position finish at about the same time and are
+// choice without a mask; one more for chains of 32 key tiles or more, dispatcher/plan.cpp),
+// the CTAs of one position finish at about the same time and are
 // replaced by the same position of the next group, which finds its predecessors started one link
 // earlier: the stagger is paid once. Larger groups would spread the resident CTAs over more
 // heads, and their Q and dO no longer stay in L2 for the other key tiles of the head (all heads

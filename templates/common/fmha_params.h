@@ -107,6 +107,11 @@ struct FmhaFwdSm90Params {
   int split_tiles;        // tiles in the split round (num_tiles mod grid), or 0
   int split_blocks;       // key blocks of a tile: ceil(seqlen_k / kBlockN)
   int split_ctas;         // CTAs that take a range: min(grid, split_tiles x split_blocks)
+  // Causal masks: CTA c's r-th tile is tile_order[r x grid + c] (-1: none) for r below
+  // tile_order_rounds, a plan of the host's (dispatcher/plan.cpp, fwd_tile_order); null: the
+  // static order of fmha_fwd_sm90a_tile_index.
+  const int* tile_order;
+  int tile_order_rounds;
 };
 
 // Backward on sm_90a (bwd/fmha_bwd_sm90a.h): every stage takes this struct (one launch argument

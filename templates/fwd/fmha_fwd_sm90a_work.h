@@ -78,6 +78,15 @@ FMHA_DEVICE bool fmha_fwd_sm90a_in_split(const FmhaFwdSm90Params& P, int iter) {
 // same list, so they agree on every item and on its Q buffer (iter % Q buffers).
 template <int kMaskKind>
 FMHA_DEVICE bool fmha_fwd_sm90a_work(const FmhaFwdSm90Params& P, int iter, FmhaFwdSm90aWork& w) {
+  constexpr bool kCausal =
+      kMaskKind == FMHA_MASK_CAUSAL_TOP_LEFT || kMaskKind == FMHA_MASK_CAUSAL_BOTTOM_RIGHT;
+  if (kCausal && P.tile_order != nullptr) {
+    // The host's plan: tiles of unequal work dealt so that the CTAs finish together.
+    if (iter >= P.tile_order_rounds) return false;
+    w.tile = P.tile_order[iter * static_cast<int>(gridDim.x) + fmha_block_idx_x()];
+    w.part = -1;
+    return w.tile >= 0;
+  }
   if (!fmha_fwd_sm90a_in_split<kMaskKind>(P, iter)) {
     w.tile = fmha_fwd_sm90a_tile_index<kMaskKind>(iter);
     w.part = -1;

@@ -5,7 +5,9 @@
 // split round, as segments whose key blocks partition the tile's own (fmha_block_keys) in CTA
 // order; every CTA's split range maps back to it (fmha_fwd_sm90a_split_owner), and a segment's
 // part is 0 exactly when the CTA's range starts inside its tile (what the combining warpgroup
-// reads, FmhaFwdSm90aSegments). A GPU run covers only its own SM count and the shapes it runs.
+// reads, FmhaFwdSm90aSegments). Causal launches run twice: in the kernel's static order and in
+// the host's plan (dispatch::fwd_tile_order) where it makes one. A GPU run covers only its own SM
+// count and the shapes it runs.
 #include <catch2/catch.hpp>
 
 #include <map>
@@ -39,10 +41,11 @@ struct Item {
 };
 
 template <int kMask, int kBlockM, int kBlockN>
-void check_launch(const FmhaKernelConfig& c, const Problem& prob, int sms) {
-  INFO("hdim " << c.hdim_q << " tile " << kBlockM << " x " << kBlockN << " Sq " << prob.sq << " Sk "
-               << prob.sk << " heads " << prob.hq << ":" << prob.hk << " batch " << prob.batch
-               << " mask " << to_string(c.mask) << " on " << sms << " SMs");
+void check_launch(const FmhaKernelConfig& c, const Problem& prob, int sms, bool planned = false) {
+  INFO((planned ? "planned order, " : "")
+       << "hdim " << c.hdim_q << " tile " << kBlockM << " x " << kBlockN << " Sq " << prob.sq
+       << " Sk " << prob.sk << " heads " << prob.hq << ":" << prob.hk << " batch " << prob.batch
+       << " mask " << to_string(c.mask) << " on " << sms << " SMs");
   REQUIRE(c.block_m == kBlockM);
   REQUIRE(c.block_n == kBlockN);
   const int window = c.mask == MaskKind::sliding_window ? 40 : -1;
@@ -60,6 +63,15 @@ void check_launch(const FmhaKernelConfig& c, const Problem& prob, int sms) {
   const unsigned grid = stages[0].grid.x;
   REQUIRE(static_cast<int>(grid) == std::min(P.num_tiles, sms));
   gridDim = {grid, 1, 1};
+  dispatch::FwdTileOrder order;
+  if (planned) {
+    order = dispatch::fwd_tile_order(c, fp, sms);
+    if (order.order.empty()) return;  // the static order stays: checked without a plan
+    REQUIRE(order.grid == static_cast<int>(grid));
+    REQUIRE(order.order.size() == static_cast<std::size_t>(order.rounds) * grid);
+    P.tile_order = order.order.data();
+    P.tile_order_rounds = order.rounds;
+  }
 
   std::vector<Item> items;
   for (unsigned cta = 0; cta < grid; ++cta) {
@@ -145,11 +157,11 @@ FmhaKernelConfig fwd_config(int hdim, MaskKind mask) {
 
 // The heuristic's tile of each head dim, and the short causal variant where it has one.
 template <int kMask>
-void check_hdims(MaskKind mask, const Problem& p, int sms) {
-  check_launch<kMask, 192, 128>(fwd_config(64, mask), p, sms);
-  check_launch<kMask, 128, 128>(fwd_config(128, mask), p, sms);
-  check_launch<kMask, 128, 80>(fwd_config(192, mask), p, sms);
-  check_launch<kMask, 128, 80>(fwd_config(256, mask), p, sms);
+void check_hdims(MaskKind mask, const Problem& p, int sms, bool planned = false) {
+  check_launch<kMask, 192, 128>(fwd_config(64, mask), p, sms, planned);
+  check_launch<kMask, 128, 128>(fwd_config(128, mask), p, sms, planned);
+  check_launch<kMask, 128, 80>(fwd_config(192, mask), p, sms, planned);
+  check_launch<kMask, 128, 80>(fwd_config(256, mask), p, sms, planned);
   const auto short_causal = [&](int hdim) {
     FmhaKernelConfig c = fwd_config(hdim, mask);
     const auto tile = codegen::wgmma_sm90a_fwd_short_causal_tile(c);
@@ -159,8 +171,8 @@ void check_hdims(MaskKind mask, const Problem& p, int sms) {
     c.num_warps = tile->num_warps;
     return canonicalize(c);
   };
-  check_launch<kMask, 128, 128>(short_causal(64), p, sms);
-  check_launch<kMask, 128, 64>(short_causal(256), p, sms);
+  check_launch<kMask, 128, 128>(short_causal(64), p, sms, planned);
+  check_launch<kMask, 128, 64>(short_causal(256), p, sms, planned);
 }
 
 const std::vector<Problem> kProblems = {
@@ -177,6 +189,8 @@ TEST_CASE("fwd schedule: every tile runs once, whole or as segments covering its
       check_hdims<FMHA_MASK_NONE>(MaskKind::none, p, sms);
       check_hdims<FMHA_MASK_CAUSAL_TOP_LEFT>(MaskKind::causal_top_left, p, sms);
       check_hdims<FMHA_MASK_CAUSAL_BOTTOM_RIGHT>(MaskKind::causal_bottom_right, p, sms);
+      check_hdims<FMHA_MASK_CAUSAL_TOP_LEFT>(MaskKind::causal_top_left, p, sms, true);
+      check_hdims<FMHA_MASK_CAUSAL_BOTTOM_RIGHT>(MaskKind::causal_bottom_right, p, sms, true);
       check_hdims<FMHA_MASK_SLIDING_WINDOW>(MaskKind::sliding_window, p, sms);
     }
   }

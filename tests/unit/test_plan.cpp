@@ -1,4 +1,7 @@
 // The launch plan and workspace of the backward, derived from the config and problem on the host.
+#include <algorithm>
+#include <vector>
+
 #include <catch2/catch.hpp>
 
 #include "dispatcher/launch.hpp"
@@ -200,6 +203,86 @@ TEST_CASE("plan: the Hopper forward splits its last round by keys only where it 
   CHECK(dispatch::fwd_split_tail(bwd, p, 132).tiles == 0);
 }
 
+TEST_CASE("plan: causal forward tiles are dealt so that the CTAs finish together", "[plan]") {
+  FmhaKernelConfig c = fwd_sm90_config();
+  c.mask = MaskKind::causal_top_left;
+  c = canonicalize(c);
+  REQUIRE(c.impl == KernelImpl::wgmma_sm90a);
+  // The grid's hdim 128 S 2048 causal row: 16 m-blocks x 8 x 16 heads = 2048 tiles of 1 .. 16
+  // key blocks on 132 SMs. The static order leaves 68 CTAs one light tile more than the rest.
+  FmhaProblem p = s8192_problem();
+  p.batch = 8;
+  p.seqlen_q = p.seqlen_k = 2048;
+  const int block_n = c.block_n;
+  const auto plan = dispatch::fwd_tile_order(c, p, 132);
+  REQUIRE_FALSE(plan.order.empty());
+  CHECK(plan.grid == 132);
+  CHECK(plan.order.size() == static_cast<std::size_t>(plan.rounds) * 132);
+  CHECK(plan.planned_makespan < 0.99 * plan.static_makespan);
+  // The modelled work of the list's tile t (heaviest first, as fmha_fwd_sm90a_tile has it),
+  // written out from the mask: m-block m of 128 rows sees keys [0, 128 (m + 1)).
+  const std::int64_t heads = 8 * 16;
+  auto work = [&](int t) {
+    const std::int64_t m = 2048 / 128 - 1 - t / heads;
+    return static_cast<double>((128 * (m + 1) + block_n - 1) / block_n) + 1.0;
+  };
+  // Every tile exactly once; each CTA's list in list order, with its unused rounds last.
+  std::vector<int> seen(2048, 0);
+  double total = 0, most = 0;
+  for (int cta = 0; cta < 132; ++cta) {
+    double mine = 0;
+    int previous = -1;
+    bool ended = false;
+    for (int r = 0; r < plan.rounds; ++r) {
+      const int t = plan.order[static_cast<std::size_t>(r) * 132 + cta];
+      if (t < 0) {
+        ended = true;
+        continue;
+      }
+      CHECK_FALSE(ended);
+      REQUIRE(t < 2048);
+      CHECK(t > previous);
+      previous = t;
+      ++seen[static_cast<std::size_t>(t)];
+      mine += work(t);
+    }
+    total += mine;
+    most = std::max(most, mine);
+  }
+  CHECK(std::count(seen.begin(), seen.end(), 1) == 2048);
+  CHECK(most == Approx(plan.planned_makespan));
+  CHECK(most < 1.01 * total / 132);
+  CHECK(plan.static_makespan > 1.03 * total / 132);
+  // The same problem plans the same way (the order depends on the problem and the SM count).
+  CHECK(dispatch::fwd_tile_order(c, p, 132).order == plan.order);
+
+  // Bottom-right alignment with more keys than queries: every m-block sees 2048 more keys.
+  auto br = c;
+  br.mask = MaskKind::causal_bottom_right;
+  br = canonicalize(br);
+  auto longer = p;
+  longer.seqlen_k = 4096;
+  const auto br_plan = dispatch::fwd_tile_order(br, longer, 132);
+  CHECK(br_plan.static_makespan > 0);
+
+  // No table: no mask or a window (the static order, or the split tail), whole rounds of equal
+  // tiles, fewer tiles than SMs, no multiprocessor count, the backward.
+  auto none = c;
+  none.mask = MaskKind::none;
+  none = canonicalize(none);
+  CHECK(dispatch::fwd_tile_order(none, p, 132).order.empty());
+  CHECK(dispatch::fwd_tile_order(c, p, 0).order.empty());
+  CHECK(dispatch::fwd_tile_order(c, p, 4096).order.empty());
+  auto one_block = p;
+  one_block.seqlen_q = one_block.seqlen_k = 128;  // 128 tiles, each one m-block of one key block
+  CHECK(dispatch::fwd_tile_order(c, one_block, 64).order.empty());
+  auto bwd = c;
+  bwd.family = Family::bwd;
+  bwd.block_m = bwd.block_n = bwd.num_warps = bwd.num_stages = 0;
+  bwd = canonicalize(bwd);
+  CHECK(dispatch::fwd_tile_order(bwd, p, 132).order.empty());
+}
+
 TEST_CASE("plan: the Hopper backward splits its last partial wave of key tiles", "[plan]") {
   const auto c = bwd_config(false, "sm_90");
   REQUIRE(c.impl == KernelImpl::wgmma_sm90a);
@@ -316,6 +399,15 @@ TEST_CASE("plan: how many heads the deterministic backward interleaves", "[plan]
   CHECK(dispatch::det_group_heads(c, p, 132) == 1);
   p.seqlen_k = 2048;
   CHECK(dispatch::det_group_heads(c, p, 132) == 6);
+  // Chains of 32 tiles or more: one pair more than fills the GPU, unless it fills it exactly.
+  p.batch = 50;
+  p.seqlen_k = 128 * 32;
+  CHECK(dispatch::det_group_heads(c, p, 132) == 5);  // 132 / 32 = 4.1
+  CHECK(dispatch::det_group_heads(c, p, 128) == 4);
+  p.seqlen_k = 128 * 31;
+  CHECK(dispatch::det_group_heads(c, p, 132) == 4);  // 31 tiles: the floor
+  p.batch = 3;
+  p.seqlen_k = 2048;
   CHECK(dispatch::det_group_heads(c, p, 0) == 1);  // unknown device
   c.mask = MaskKind::causal_top_left;
   CHECK(dispatch::det_group_heads(c, p, 132) == 1);
