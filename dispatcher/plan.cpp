@@ -116,6 +116,9 @@ int det_group_heads(const FmhaKernelConfig& c, const FmhaProblem& p, int multipr
   // 539.2 / 540.5, hdim 256 S 8192 (128) 419.0 / 421.8 -> 424.4 / 419.8; shorter chains lost
   // (hdim 256 S 512, 8 tiles: 248.8 -> 238.8; 16 tiles: hdim 128 S 2048 -0.6 %, hdim 64 S 2048
   // -0.4 %, GQA S 2048 -1.6 %), where each pair's chain is a larger share of a CTA's life.
+  // Session 18 (two calls, ABBA): hdim 256 S 2048 368.3 / 368.7 -> 373.8 / 374.2 and 368.8 / 367.1
+  // -> 372.8 / 374.7; at 64 and 128 tiles within the runs' spread (hdim 256 S 8192 422.2 / 423.2
+  // -> 422.0 / 420.2; hdim 128 S 16384 543.9 / 508.5 -> 506.1 / 512.0).
   constexpr std::int64_t kMinCeilingChain = 32;
   const std::int64_t fill =
       multiprocessors / tiles + (tiles >= kMinCeilingChain && multiprocessors % tiles != 0 ? 1 : 0);
@@ -221,7 +224,9 @@ FwdTileOrder fwd_tile_order(const FmhaKernelConfig& c, const FmhaProblem& p, int
   // A tile's work: its key blocks (fmha_block_keys), plus one block's worth for what every tile
   // costs besides (its Q load, the O store, the final rescale). The plans' gains barely depend on
   // that constant: hdim 128 S 2048, 8 x 16 heads, on 132 SMs models 3.1 % above the mean per CTA
-  // in the static order and 0.3-0.7 % in the plan with an overhead of 0.5 to 2 blocks.
+  // in the static order and 0.3-0.7 % in the plan with an overhead of 0.5 to 2 blocks. Measured
+  // (session 18, ABBA, H200, bf16, static -> plan): hdim 128 S 2048 459 -> 465, hdim 64 S 2048
+  // 381 -> 386, hdim 256 S 2048 513 -> 523, hdim 128 S 8192 623 -> 630, GQA 32:8 S 2048 557 -> 578.
   constexpr double kTileOverheadBlocks = 1.0;
   const int mask = static_cast<int>(c.mask);
   std::vector<double> m_work(static_cast<std::size_t>(num_m));
