@@ -10,22 +10,24 @@ nlohmann::json to_json(const Manifest& m) {
   nlohmann::json resources = nlohmann::json::array();
   for (const auto& r : m.resources) resources.push_back(codegen::rtc::to_json(r));
   nlohmann::json templates = nlohmann::json::array();
-  for (const auto& [path, sha] : m.templates) templates.push_back({{"path", path}, {"sha256", sha}});
-  return {{"format_version", m.format_version},
-          {"key", m.key},
-          {"config", m.config},
-          {"kernel_symbols", m.kernel_symbols},
-          {"arch", m.arch},
-          {"compiler", {{"id", m.compiler_id}, {"version", m.compiler_version}}},
-          {"options", m.options},
-          {"templates", templates},
-          {"binary", {{"file", m.binary_file}, {"size", m.binary_size}, {"xxh3_128", m.binary_xxh3}}},
-          {"source_file", m.source_file},
-          {"resources", resources},
-          {"compile_seconds", m.compile_seconds},
-          {"created", m.created},
-          {"last_used", m.last_used},
-          {"fmha_jit_version", m.fmha_jit_version}};
+  for (const auto& [path, sha] : m.templates)
+    templates.push_back({{"path", path}, {"sha256", sha}});
+  return {
+      {"format_version", m.format_version},
+      {"key", m.key},
+      {"config", m.config},
+      {"kernel_symbols", m.kernel_symbols},
+      {"arch", m.arch},
+      {"compiler", {{"id", m.compiler_id}, {"version", m.compiler_version}}},
+      {"options", m.options},
+      {"templates", templates},
+      {"binary", {{"file", m.binary_file}, {"size", m.binary_size}, {"xxh3_128", m.binary_xxh3}}},
+      {"source_file", m.source_file},
+      {"resources", resources},
+      {"compile_seconds", m.compile_seconds},
+      {"created", m.created},
+      {"last_used", m.last_used},
+      {"fmha_jit_version", m.fmha_jit_version}};
 }
 
 Manifest manifest_from_json(const nlohmann::json& j) {
@@ -46,7 +48,8 @@ Manifest manifest_from_json(const nlohmann::json& j) {
     m.binary_size = j.at("binary").at("size").get<std::uint64_t>();
     m.binary_xxh3 = j.at("binary").at("xxh3_128").get<std::string>();
     m.source_file = j.at("source_file").get<std::string>();
-    for (const auto& r : j.at("resources")) m.resources.push_back(codegen::rtc::resources_from_json(r));
+    for (const auto& r : j.at("resources"))
+      m.resources.push_back(codegen::rtc::resources_from_json(r));
     m.compile_seconds = j.value("compile_seconds", 0.0);
     m.created = j.at("created").get<std::string>();
     m.last_used = j.at("last_used").get<std::string>();

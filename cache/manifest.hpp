@@ -23,7 +23,7 @@ struct Manifest {
   std::string compiler_version;
   std::vector<std::string> options;
   std::vector<std::pair<std::string, std::string>> templates;  // (path, sha256)
-  std::string binary_file;  // file name inside the entry folder
+  std::string binary_file;                                     // file name inside the entry folder
   std::uint64_t binary_size = 0;
   std::string binary_xxh3;  // XXH3-128 hex of the binary
   std::string source_file;  // the rendered entry, kept for inspection and reproduction

@@ -18,7 +18,8 @@ class MemoryCache {
 
   // `built` is set when this call ran `build`. A failed build is not cached: every waiter sees its
   // exception and the next call tries again.
-  Ptr get_or_build(const std::string& key, const std::function<Ptr()>& build, bool* built = nullptr) {
+  Ptr get_or_build(const std::string& key, const std::function<Ptr()>& build,
+                   bool* built = nullptr) {
     std::promise<Ptr> promise;
     std::shared_future<Ptr> future;
     bool owner = false;

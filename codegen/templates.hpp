@@ -12,7 +12,7 @@
 namespace fmha_jit::codegen {
 
 struct EmbeddedTemplate {
-  std::string_view path;    // relative to templates/, as written in #include "..."
+  std::string_view path;  // relative to templates/, as written in #include "..."
   std::string_view text;
   std::string_view sha256;  // hex digest of text
 };

@@ -47,8 +47,8 @@ struct CompileOutput {
 class RtcCompiler {
  public:
   virtual ~RtcCompiler() = default;
-  virtual std::string_view id() const = 0;          // "nvrtc" | "hiprtc"
-  virtual const std::string& version() const = 0;   // API version and the library file loaded
+  virtual std::string_view id() const = 0;                // "nvrtc" | "hiprtc"
+  virtual const std::string& version() const = 0;         // API version and the library file loaded
   virtual std::string_view binary_file_name() const = 0;  // kernel.cubin | kernel.hsaco
   // Every option passed to the compiler for this config. Options that only locate files on this
   // machine are not used: templates are passed in memory and need no include path.

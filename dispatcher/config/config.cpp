@@ -16,7 +16,7 @@ FmhaKernelConfig canonicalize(const FmhaKernelConfig& config) {
   // Fields that do not apply to the family are reset, so that e.g. a prebuild sweep over
   // deterministic x family yields one forward kernel, not two identical ones.
   if (c.family == Family::fwd) c.deterministic = false;  // the forward has no cross-block sums
-  if (c.family == Family::bwd) c.lse = false;             // the backward always reads the LSE
+  if (c.family == Family::bwd) c.lse = false;            // the backward always reads the LSE
   return codegen::resolve_impl_and_tiles(c);
 }
 

@@ -42,8 +42,8 @@ void validate(const FmhaKernelConfig& c) {
   // hdim_v = hdim_q everywhere, plus the (192, 128) shape of DeepSeek-style MLA heads.
   if (c.hdim_v != c.hdim_q && !(c.hdim_q == 192 && c.hdim_v == 128)) {
     reject("hdim_v", std::to_string(c.hdim_v),
-           std::to_string(c.hdim_q) + (c.hdim_q == 192 ? ", 128" : "") + " (with hdim_q = " +
-               std::to_string(c.hdim_q) + ")");
+           std::to_string(c.hdim_q) + (c.hdim_q == 192 ? ", 128" : "") +
+               " (with hdim_q = " + std::to_string(c.hdim_q) + ")");
   }
   // hipRTC of ROCm 5.2 crashes on archs it does not know, so the arch list is closed and checked
   // here, before any compiler is touched.

@@ -2,8 +2,8 @@
 // SKIP_RETURN_CODE) with a message when no GPU is usable, so a GPU-less CI shows them as skipped
 // rather than passed.
 #define CATCH_CONFIG_RUNNER
-#include <catch2/catch.hpp>
 #include <spdlog/spdlog.h>
+#include <catch2/catch.hpp>
 
 #include <cstdio>
 #include <cstring>

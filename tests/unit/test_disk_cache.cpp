@@ -1,9 +1,9 @@
 // The disk cache on fabricated entries: no compiler involved, so every fault is injected exactly.
-#include <catch2/catch.hpp>
 #include <signal.h>
 #include <sys/file.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <catch2/catch.hpp>
 
 #include <fstream>
 #include <thread>
@@ -24,9 +24,7 @@ namespace {
 
 const Expectation kExpect{"sm_90", "nvrtc", "13.0 (test)"};
 
-std::string make_key(int i) {
-  return xxh3_128_hex("entry " + std::to_string(i));
-}
+std::string make_key(int i) { return xxh3_128_hex("entry " + std::to_string(i)); }
 
 EntryFiles make_entry(const std::string& key, std::size_t binary_bytes = 1000) {
   EntryFiles e;
@@ -104,23 +102,19 @@ TEST_CASE("disk cache: damaged entries are never loaded and are rebuilt", "[cach
     CHECK(builds_for(cache, key) == 1);
     CHECK(cache.load(key, kExpect).entry);
   };
-  damage_and_expect_rebuild("truncated binary", [](const fs::path& d) {
-    fs::resize_file(d / "kernel.cubin", 500);
-  });
+  damage_and_expect_rebuild("truncated binary",
+                            [](const fs::path& d) { fs::resize_file(d / "kernel.cubin", 500); });
   damage_and_expect_rebuild("flipped byte", [](const fs::path& d) {
     std::fstream f(d / "kernel.cubin", std::ios::in | std::ios::out | std::ios::binary);
     f.seekp(123);
     f.put('\x5a');
   });
-  damage_and_expect_rebuild("empty binary", [](const fs::path& d) {
-    fs::resize_file(d / "kernel.cubin", 0);
-  });
-  damage_and_expect_rebuild("binary missing", [](const fs::path& d) {
-    fs::remove(d / "kernel.cubin");
-  });
-  damage_and_expect_rebuild("manifest missing", [](const fs::path& d) {
-    fs::remove(d / "manifest.json");
-  });
+  damage_and_expect_rebuild("empty binary",
+                            [](const fs::path& d) { fs::resize_file(d / "kernel.cubin", 0); });
+  damage_and_expect_rebuild("binary missing",
+                            [](const fs::path& d) { fs::remove(d / "kernel.cubin"); });
+  damage_and_expect_rebuild("manifest missing",
+                            [](const fs::path& d) { fs::remove(d / "manifest.json"); });
   damage_and_expect_rebuild("manifest unparsable", [](const fs::path& d) {
     overwrite(d / "manifest.json", "{\"key\": ");
   });
@@ -193,7 +187,7 @@ TEST_CASE("disk cache: LRU eviction under the size cap", "[cache]") {
   std::uint64_t total = 0;
   for (const auto& e : cache.list()) total += e.bytes;
   CHECK(total <= 12000);
-  CHECK(cache.load(keys.back(), kExpect).entry);  // newest kept
+  CHECK(cache.load(keys.back(), kExpect).entry);         // newest kept
   CHECK_FALSE(cache.load(keys.front(), kExpect).entry);  // oldest evicted
   // A hit refreshes the LRU clock.
   const auto before = fs::last_write_time(cache.entry_dir(keys.back()) / "manifest.json");

@@ -60,11 +60,12 @@ TEST_CASE("memory cache: different keys build in parallel, not behind one lock",
 
 TEST_CASE("memory cache: a failed build is not cached", "[cache]") {
   MemoryCache<int> cache;
-  CHECK_THROWS_AS(cache.get_or_build("k", []() -> std::shared_ptr<const int> {
-    throw std::runtime_error("compile failed");
-  }),
-                  std::runtime_error);
+  CHECK_THROWS_AS(
+      cache.get_or_build(
+          "k", []() -> std::shared_ptr<const int> { throw std::runtime_error("compile failed"); }),
+      std::runtime_error);
   bool built = false;
-  CHECK(*cache.get_or_build("k", [] { return std::make_shared<const int>(7); }, &built) == 7);
+  CHECK(*cache.get_or_build(
+            "k", [] { return std::make_shared<const int>(7); }, &built) == 7);
   CHECK(built);
 }
