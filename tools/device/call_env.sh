@@ -44,3 +44,18 @@ run_examples() {
   timeout 60 $b/01_basic_fwd > "$out/ex01.txt" 2>&1
   echo "example 01 rc=$?: $(tail -2 "$out/ex01.txt" | tr '\n' ' ')"
 }
+
+# warm_sm90a FMHA_JIT: compiles, on all cores, the sm_90a kernels the Hopper gpu suites use
+# (every hdim, dtype, mask, dQ mode and LSE flag, both families) into the cache, since the gpu
+# tests compile one at a time.
+warm_sm90a() {
+  local sweep=/tmp/sm90a-sweep.json
+  python3 - "$sweep" <<'PY'
+import json, sys
+masks = ["none", "causal_top_left", "causal_bottom_right", "sliding_window"]
+json.dump([{"family": ["fwd", "bwd"], "dtype": ["fp16", "bf16"], "hdim_q": d, "hdim_v": d,
+            "mask": masks, "deterministic": [False, True], "lse": [False, True], "arch": "sm_90"}
+           for d in (64, 128, 256)], open(sys.argv[1], "w"))
+PY
+  timeout 120 "$1" prebuild "$sweep" -j "$(nproc)" 2>&1 | tail -1
+}

@@ -9,18 +9,7 @@
 # its set only. Kernels are compiled up front on all cores (the gpu tests compile one at a time).
 # Run from the repository root with .carry/ staged; logs go to $OUT.
 source "$(dirname "$0")/call_env.sh"
-sweep=/tmp/sm90a-sweep.json
-python3 - "$sweep" <<'PY'
-import json, sys
-masks = ["none", "causal_top_left", "causal_bottom_right", "sliding_window"]
-json.dump([{"family": ["fwd", "bwd"], "dtype": ["fp16", "bf16"], "hdim_q": d, "hdim_v": d,
-            "mask": masks, "deterministic": [False, True], "lse": [False, True], "arch": "sm_90"}
-           for d in (64, 128, 256)], open(sys.argv[1], "w"))
-PY
-warm() {
-  timeout 120 "$1" prebuild "$sweep" -j "$(nproc)" 2>&1 | tail -1
-}
-warm $b/fmha-jit
+warm_sm90a $b/fmha-jit
 n=0
 while IFS='|' read -r -u 3 name suites rows ex37 flags; do
   [ -z "$name" ] || [ "${name:0:1}" = "#" ] && continue
@@ -33,7 +22,7 @@ while IFS='|' read -r -u 3 name suites rows ex37 flags; do
     echo "$name: not staged"
     continue
   fi
-  [ "$name" = main ] || warm "$alt/fmha-jit"
+  [ "$name" = main ] || warm_sm90a "$alt/fmha-jit"
   if [ "$ex37" = yes ] && [ -x "$alt/37_bwd_deterministic" ]; then
     mkdir -p "$log"
     timeout 60 "$alt/37_bwd_deterministic" --hdim 256 --seqlen 1024 > "$log/ex37.txt" 2>&1
