@@ -182,11 +182,16 @@ class KernelRunner final : public FmhaRunner {
   // null where the kernel's static order is kept. The plan depends on these five numbers only
   // (the config fixes the mask and the tile).
   const PlannedOrder* tile_order(const FmhaProblem& problem, int multiprocessors) {
+    const MaskKind mask = config().mask;
+    if (mask != MaskKind::causal_top_left && mask != MaskKind::causal_bottom_right) return nullptr;
     const std::array<std::int64_t, 5> shape{problem.seqlen_q, problem.seqlen_k, problem.nhead_q,
                                             problem.batch, multiprocessors};
     std::lock_guard lock(mutex_);
     auto it = tile_orders_.find(shape);
     if (it == tile_orders_.end()) {
+      // Past the cap a new shape runs in the static order (1-4 % slower on causal rows,
+      // BENCHMARKS.md) instead of holding one more table for the runner's life.
+      if (tile_orders_.size() >= kMaxTileOrders) return nullptr;
       const FwdTileOrder plan = fwd_tile_order(config(), problem, multiprocessors);
       std::unique_ptr<PlannedOrder> uploaded;
       if (!plan.order.empty()) {
@@ -239,6 +244,10 @@ class KernelRunner final : public FmhaRunner {
   // that has one; read-only once uploaded, so every stream shares them. Kept for the runner's
   // life: a table is rounds x SMs ints (16 KB at 2048 tiles on 132 SMs).
   std::map<std::array<std::int64_t, 5>, std::unique_ptr<PlannedOrder>> tile_orders_;
+  // Causal shapes planned (with or without a table), at most: a server that sees every prompt
+  // length would otherwise add a table per length without bound, and freeing one would need
+  // every stream that may still read it to finish.
+  static constexpr std::size_t kMaxTileOrders = 128;
 };
 
 // Memo of runners by the raw bytes of the config as given plus the cache root: building this key

@@ -213,6 +213,42 @@ TEST_CASE("gpu sm90a fwd: causal tiles in the host's planned order match the ref
   }
 }
 
+TEST_CASE("gpu sm90a fwd: causal shapes past the runner's plan cap run in the static order",
+          "[gpu]") {
+  // The runner keeps the plans of at most 128 causal shapes (dispatcher/runner.cpp,
+  // kMaxTileOrders); later shapes launch without a table. 140 distinct query lengths on one
+  // runner, then the reference checks a shape planned under the cap and one past it.
+  if (!test::on_hopper()) return;
+  const int sms = gpu_multiprocessor_count();
+  AttentionCase a{DType::bf16, 64, 64, MaskKind::causal_top_left, 2, 32, 8, 0, 2100};
+  FmhaKernelConfig c;
+  c.family = Family::fwd;
+  c.dtype = a.dtype;
+  c.hdim_q = c.hdim_v = a.hdim_q;
+  c.mask = a.mask;
+  c.lse = a.lse;
+  c.arch = detect_gpu_arch();
+  const FmhaKernelConfig canonical = canonicalize(c);
+  a.seqlen_q = 2100;
+  const FmhaProblem largest = test::problem_of(a);
+  const auto q = test::random_tensor(largest.q_elements(), true, 47000);
+  const auto k = test::random_tensor(largest.k_elements(), true, 47001);
+  const auto v = test::random_tensor(largest.v_elements(), true, 47002);
+  int planned = 0;
+  for (int seqlen_q = 1960; seqlen_q < 2100; ++seqlen_q) {
+    a.seqlen_q = seqlen_q;
+    if (!dispatch::fwd_tile_order(canonical, test::problem_of(a), sms).order.empty()) ++planned;
+    test::gpu_forward(a, KernelImpl::wgmma_sm90a, q, k, v);
+  }
+  INFO(planned << " of 140 shapes plan on " << sms << " SMs");
+  CHECK(planned > 0);
+  a.seqlen_q = 1960;  // under the cap
+  test::check_forward(a, KernelImpl::wgmma_sm90a, 47003);
+  a.seqlen_q = 2100;  // past it
+  REQUIRE_FALSE(dispatch::fwd_tile_order(canonical, test::problem_of(a), sms).order.empty());
+  test::check_forward(a, KernelImpl::wgmma_sm90a, 47004);
+}
+
 TEST_CASE("gpu sm90a fwd: auto picks wgmma_sm90a on this GPU and falls back where it must",
           "[gpu]") {
   if (!test::on_hopper()) return;
