@@ -92,7 +92,8 @@ void check_mma_sm80_bwd_tile(const ArchInfo& arch, const FmhaKernelConfig& c) {
            "16-key tiles per warp with whole query fragments and head-dim pairs, e.g. " +
                std::to_string(16 * c.num_warps) + " or " + std::to_string(8 * c.num_warps) + with);
   }
-  check_stages_and_smem(arch, c, mma_sm80_bwd_smem_bytes(c));
+  check_stages_range(c);  // before the size: a huge num_stages would overflow its sum
+  check_smem_fits(arch, c, mma_sm80_bwd_smem_bytes(c));
 }
 
 }  // namespace fmha_jit::codegen

@@ -78,13 +78,17 @@ void check_mma_sm80_fwd_tile(const ArchInfo& arch, const FmhaKernelConfig& c) {
   if (c.block_n != 32 && c.block_n != 64 && c.block_n != 128) {
     reject("block_n", c.block_n, "0 (heuristic), 32, 64, 128");
   }
-  check_stages_and_smem(arch, c, mma_sm80_fwd_smem_bytes(c));
+  check_stages_range(c);  // before the size: a huge num_stages would overflow its sum
+  check_smem_fits(arch, c, mma_sm80_fwd_smem_bytes(c));
 }
 
-void check_stages_and_smem(const ArchInfo& arch, const FmhaKernelConfig& c, int smem_bytes) {
+void check_stages_range(const FmhaKernelConfig& c) {
   if (c.num_stages < 1 || c.num_stages > 3) {
     reject("num_stages", c.num_stages, "0 (heuristic), 1, 2, 3");
   }
+}
+
+void check_smem_fits(const ArchInfo& arch, const FmhaKernelConfig& c, int smem_bytes) {
   if (smem_bytes > arch.max_smem_per_block_bytes) {
     reject("num_stages", c.num_stages,
            "a tile within " + std::to_string(arch.max_smem_per_block_bytes / 1024) +

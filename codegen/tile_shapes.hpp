@@ -27,8 +27,12 @@ void check_mma_sm80_fwd_tile(const ArchInfo& arch, const FmhaKernelConfig& c);
 // 16-bit elements (templates/fwd/fmha_fwd_sm80.h relies on exactly this size).
 int mma_sm80_fwd_smem_bytes(const FmhaKernelConfig& c);
 
-// Throws FieldError (num_stages) unless 1 <= num_stages <= 3 and `smem_bytes` fits the arch.
-void check_stages_and_smem(const ArchInfo& arch, const FmhaKernelConfig& c, int smem_bytes);
+// Throws FieldError (num_stages) unless 1 <= num_stages <= 3. The mma_sm80 tiles call it before
+// they size shared memory from the tile: the fuzzer found num_stages 555555555 overflowing that
+// sum (int) in session 18.
+void check_stages_range(const FmhaKernelConfig& c);
+// Throws FieldError (num_stages) unless `smem_bytes` fits the arch.
+void check_smem_fits(const ArchInfo& arch, const FmhaKernelConfig& c, int smem_bytes);
 
 // The mma_sm80 backward (codegen/bwd_tile_shapes.cpp): the tile of its dq_dk_dv stage, which the
 // dot_do_o and convert_dq stages share (block_m: the deterministic mode's semaphores count query

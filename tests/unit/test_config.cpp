@@ -274,6 +274,20 @@ TEST_CASE("config: impl and tiles of the tensor-core backward", "[config]") {
   bad = c;
   bad.num_stages = 4;
   CHECK(rejected_field(bad) == "num_stages");
+  // A stage count whose shared-memory sum would overflow an int is rejected before that sum
+  // (found by the config fuzzer under UBSan, session 18).
+  for (const char* arch : {"sm_86", "sm_90"}) {
+    bad = c;
+    bad.arch = arch;
+    bad.hdim_q = bad.hdim_v = 64;
+    bad.block_m = bad.block_n = 64;
+    bad.num_warps = 8;
+    bad.num_stages = 555555555;
+    CHECK(rejected_field(bad) == "num_stages");
+    bad.family = Family::fwd;
+    bad.block_m = 128;
+    CHECK(rejected_field(bad) == "num_stages");
+  }
   bad = c;
   bad.arch = "sm_86";  // 64 x 128 with 2 stages needs 145 KB, sm_86 has 99 KB
   bad.block_m = 64;
