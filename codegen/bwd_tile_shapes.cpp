@@ -76,8 +76,13 @@ void check_mma_sm80_bwd_tile(const ArchInfo& arch, const FmhaKernelConfig& c) {
   const std::string with = " (with num_warps = " + std::to_string(c.num_warps) +
                            ", hdim_q = " + std::to_string(c.hdim_q) +
                            ", hdim_v = " + std::to_string(c.hdim_v) + ")";
+  // The split functions multiply block_m and block_n (fmha_bwd_warp_split.h): bound both before
+  // they see them, so that no user value can overflow their int sums.
+  if (c.block_n < 16 || c.block_n > 256) {
+    reject("block_n", c.block_n, "0 (heuristic), a multiple of 16 from 16 to 256" + with);
+  }
   // Phase C splits the queries over the warps in 16-row tiles (one or two per warp).
-  if (c.block_m % 32 != 0 || !power_of_two(c.block_m) ||
+  if (c.block_m < 32 || c.block_m > 128 || c.block_m % 32 != 0 || !power_of_two(c.block_m) ||
       fmha_bwd_warps_mc(c.hdim_q, c.block_m, c.block_n, c.num_warps) == 0) {
     reject("block_m", c.block_m,
            "0 (heuristic), 32, 64 or 128: a power-of-two multiple of 32 that gives every warp "

@@ -288,6 +288,16 @@ TEST_CASE("config: impl and tiles of the tensor-core backward", "[config]") {
     bad.block_m = 128;
     CHECK(rejected_field(bad) == "num_stages");
   }
+  // Tiles far out of range, which the warp-split cost model would multiply.
+  bad = c;
+  bad.block_m = 1 << 30;
+  CHECK(rejected_field(bad) == "block_m");
+  bad = c;
+  bad.block_n = 1 << 30;
+  CHECK(rejected_field(bad) == "block_n");
+  bad = c;
+  bad.block_n = -16;
+  CHECK(rejected_field(bad) == "block_n");
   bad = c;
   bad.arch = "sm_86";  // 64 x 128 with 2 stages needs 145 KB, sm_86 has 99 KB
   bad.block_m = 64;
