@@ -29,15 +29,6 @@ int bwd_block_m(int hdim) { return hdim == 64 ? 128 : 64; }
 // by both (their dK and dV of 64 keys x 256 columns would need 256 registers each).
 int bwd_block_n(int hdim) { return hdim == 256 ? 64 : 128; }
 
-// More stages than shared memory holds: num_stages is the field a user lowers.
-void check_stages_fit(const ArchInfo& arch, const FmhaKernelConfig& c, int smem) {
-  if (smem > arch.max_smem_per_block_bytes) {
-    reject("num_stages", c.num_stages,
-           "a tile within " + std::to_string(arch.max_smem_per_block_bytes / 1024) +
-               " KB of shared memory (this one needs " + std::to_string(smem / 1024) + " KB)");
-  }
-}
-
 }  // namespace
 
 bool is_hopper(const ArchInfo& arch) { return arch.name == "sm_90" || arch.name == "sm_90a"; }
@@ -179,7 +170,7 @@ void check_wgmma_sm90a_bwd_tile(const ArchInfo& arch, const FmhaKernelConfig& c)
            "0 (heuristic), 1 to " + std::to_string(max_stages) +
                " (impl wgmma_sm90a backward, hdim " + std::to_string(c.hdim_q) + ")");
   }
-  check_stages_fit(arch, c, wgmma_sm90a_bwd_smem_bytes(c));
+  check_smem_fits(arch, c, wgmma_sm90a_bwd_smem_bytes(c));
 }
 
 void check_wgmma_sm90a_fwd_tile(const ArchInfo& arch, const FmhaKernelConfig& c) {
@@ -211,7 +202,7 @@ void check_wgmma_sm90a_fwd_tile(const ArchInfo& arch, const FmhaKernelConfig& c)
   if (c.num_stages < 1 || c.num_stages > 4) {
     reject("num_stages", c.num_stages, "0 (heuristic), 1 to 4 (impl wgmma_sm90a)");
   }
-  check_stages_fit(arch, c, wgmma_sm90a_fwd_smem_bytes(c));
+  check_smem_fits(arch, c, wgmma_sm90a_fwd_smem_bytes(c));
 }
 
 }  // namespace fmha_jit::codegen

@@ -211,8 +211,7 @@ BwdSplitTail bwd_split_tail(const FmhaKernelConfig& c, const FmhaProblem& p, int
 
 FwdTileOrder fwd_tile_order(const FmhaKernelConfig& c, const FmhaProblem& p, int multiprocessors) {
   FwdTileOrder plan;
-  const bool causal =
-      c.mask == MaskKind::causal_top_left || c.mask == MaskKind::causal_bottom_right;
+  const bool causal = is_causal(c.mask);
   const std::int64_t num_m = (p.seqlen_q + c.block_m - 1) / c.block_m;
   const std::int64_t heads = static_cast<std::int64_t>(p.nhead_q) * p.batch;
   const std::int64_t tiles = num_m * heads;
@@ -290,8 +289,7 @@ int det_asc_pairs(const FmhaKernelConfig& c, const FmhaProblem& p) {
   // divisions per iteration, since one), not re-measured. Without a mask every key tile has the
   // same work, and sliding windows were not measured.
   constexpr std::int64_t kMaxPairs = 16;
-  const bool causal =
-      c.mask == MaskKind::causal_top_left || c.mask == MaskKind::causal_bottom_right;
+  const bool causal = is_causal(c.mask);
   const std::int64_t pairs = static_cast<std::int64_t>(p.nhead_k) * p.batch;
   return c.impl == KernelImpl::wgmma_sm90a && causal && pairs <= kMaxPairs ? 1 : 0;
 }

@@ -182,8 +182,7 @@ class KernelRunner final : public FmhaRunner {
   // null where the kernel's static order is kept. The plan depends on these five numbers only
   // (the config fixes the mask and the tile).
   const PlannedOrder* tile_order(const FmhaProblem& problem, int multiprocessors) {
-    const MaskKind mask = config().mask;
-    if (mask != MaskKind::causal_top_left && mask != MaskKind::causal_bottom_right) return nullptr;
+    if (!is_causal(config().mask)) return nullptr;
     const std::array<std::int64_t, 5> shape{problem.seqlen_q, problem.seqlen_k, problem.nhead_q,
                                             problem.batch, multiprocessors};
     std::lock_guard lock(mutex_);

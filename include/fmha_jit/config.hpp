@@ -22,6 +22,9 @@ enum class Family : std::uint8_t { fwd, bwd };
 enum class DType : std::uint8_t { fp16, bf16 };
 // Numbering matches FmhaMaskKind in templates/common/mask.h.
 enum class MaskKind : std::uint8_t { none, causal_top_left, causal_bottom_right, sliding_window };
+inline constexpr bool is_causal(MaskKind m) {
+  return m == MaskKind::causal_top_left || m == MaskKind::causal_bottom_right;
+}
 // Which kernel family implements the config. `automatic` is resolved by codegen/heuristics.cpp to
 // the fastest implementation available for the arch; the resolved value enters the key.
 //   reference: portable CUDA/HIP kernel, one block per row (GPU-side reference, AMD pipeline check)

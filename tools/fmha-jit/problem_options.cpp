@@ -219,7 +219,7 @@ double attention_flops(const FmhaProblem& p, MaskKind mask, Family family) {
   // Elsewhere (Sq != Sk, windows) the pairs are counted with the kernels' own mask function, so a
   // window is not credited with work it skips.
   double pairs = 0;
-  const bool causal = mask == MaskKind::causal_top_left || mask == MaskKind::causal_bottom_right;
+  const bool causal = is_causal(mask);
   if (mask == MaskKind::none) {
     pairs = double(p.seqlen_q) * double(p.seqlen_k);
   } else if (causal && p.seqlen_q == p.seqlen_k) {
