@@ -131,6 +131,10 @@ cache::EntryFiles compile_entry(const KeyedConfig& k, const fs::path& root) {
       spdlog::warn("{} spills {} / {} bytes (store / load)", r.symbol, r.spill_store_bytes,
                    r.spill_load_bytes);
     }
+    if (r.wgmma_serialized) {
+      spdlog::warn("{}: ptxas serialised its wgmma instructions (no MMA overlaps other work)",
+                   r.symbol);
+    }
   }
   return files;
 }

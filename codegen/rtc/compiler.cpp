@@ -13,7 +13,8 @@ nlohmann::json to_json(const KernelResources& r) {
           {"spill_store_bytes", r.spill_store_bytes},
           {"spill_load_bytes", r.spill_load_bytes},
           {"stack_frame_bytes", r.stack_frame_bytes},
-          {"static_smem_bytes", r.static_smem_bytes}};
+          {"static_smem_bytes", r.static_smem_bytes},
+          {"wgmma_serialized", r.wgmma_serialized}};
 }
 
 KernelResources resources_from_json(const nlohmann::json& j) {
@@ -24,6 +25,7 @@ KernelResources resources_from_json(const nlohmann::json& j) {
   r.spill_load_bytes = j.value("spill_load_bytes", -1);
   r.stack_frame_bytes = j.value("stack_frame_bytes", -1);
   r.static_smem_bytes = j.value("static_smem_bytes", -1);
+  r.wgmma_serialized = j.value("wgmma_serialized", false);
   return r;
 }
 

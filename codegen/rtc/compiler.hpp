@@ -33,6 +33,11 @@ struct KernelResources {
   int spill_load_bytes = -1;
   int stack_frame_bytes = -1;
   int static_smem_bytes = -1;
+  // ptxas serialised the kernel's wgmma instructions ("Potential Performance Loss", C7510-C7520):
+  // each one then waits for the one before, so no MMA overlaps the softmax or another
+  // warpgroup's work. Compiles and runs correctly, at a fraction of the speed; the rtc tests
+  // require it false for every shipped Hopper kernel.
+  bool wgmma_serialized = false;
 };
 nlohmann::json to_json(const KernelResources& r);
 KernelResources resources_from_json(const nlohmann::json& j);

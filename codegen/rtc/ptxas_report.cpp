@@ -1,6 +1,7 @@
 #include "codegen/rtc/ptxas_report.hpp"
 
 #include <charconv>
+#include <set>
 #include <string>
 
 namespace fmha_jit::codegen::rtc {
@@ -33,6 +34,8 @@ std::string_view quoted(std::string_view line, std::string_view after) {
 
 std::vector<KernelResources> parse_ptxas_report(std::string_view log) {
   std::vector<KernelResources> out;
+  // ptxas names the function of a serialisation notice, which may come before its entry block.
+  std::set<std::string, std::less<>> serialized;
   KernelResources* current = nullptr;
   std::size_t pos = 0;
   while (pos < log.size()) {
@@ -40,6 +43,10 @@ std::vector<KernelResources> parse_ptxas_report(std::string_view log) {
     if (end == std::string_view::npos) end = log.size();
     const std::string_view line = log.substr(pos, end - pos);
     pos = end + 1;
+    if (line.find("wgmma.mma_async instructions are serialized") != std::string_view::npos) {
+      if (auto name = quoted(line, "in the function"); !name.empty()) serialized.emplace(name);
+      continue;
+    }
     if (auto name = quoted(line, "Compiling entry function"); !name.empty()) {
       out.push_back(KernelResources{.symbol = std::string(name)});
       current = &out.back();
@@ -56,6 +63,7 @@ std::vector<KernelResources> parse_ptxas_report(std::string_view log) {
       current->static_smem_bytes = smem < 0 ? 0 : smem;
     }
   }
+  for (auto& r : out) r.wgmma_serialized = serialized.count(r.symbol) > 0;
   return out;
 }
 

@@ -53,6 +53,7 @@ TEST_CASE("rtc: NVRTC builds cubins for sm_80, sm_90 and sm_90a, fwd and bwd", "
         CHECK(r.registers > 0);
         CHECK(r.spill_store_bytes == 0);
         CHECK(r.spill_load_bytes == 0);
+        CHECK_FALSE(r.wgmma_serialized);
       }
       CHECK(fs::exists(cache::DiskCache(tmp.path()).entry_dir(k.key) / "source.cu"));
     }
@@ -232,7 +233,10 @@ std::vector<cache::Manifest> compile_all(const std::vector<FmhaKernelConfig>& co
   return out;
 }
 
-void require_no_spills(const cache::Manifest& m) {
+// Nothing spilled, and ptxas kept the wgmma pipeline: a kernel whose wgmma it serialised runs
+// correctly at a fraction of its speed, which no gpu test notices (session 19: N 64 Q K^T on a
+// 128-key block serialised the causal forwards at hdim 64 and 128).
+void require_fast_kernel(const cache::Manifest& m) {
   for (const auto& r : m.resources) {
     INFO(r.symbol);
     CHECK(r.registers > 0);
@@ -240,6 +244,7 @@ void require_no_spills(const cache::Manifest& m) {
     CHECK(r.spill_store_bytes == 0);
     CHECK(r.spill_load_bytes == 0);
     CHECK(r.stack_frame_bytes == 0);
+    CHECK_FALSE(r.wgmma_serialized);
   }
 }
 
@@ -277,7 +282,7 @@ TEST_CASE("rtc: every shipped tensor-core backward compiles with 0 spills", "[rt
   const auto manifests = compile_all(configs, tmp.path());
   for (std::size_t i = 0; i < configs.size(); ++i) {
     INFO(canonical_string(configs[i]));
-    require_no_spills(manifests[i]);
+    require_fast_kernel(manifests[i]);
   }
 }
 
@@ -309,7 +314,7 @@ TEST_CASE("rtc: every shipped tensor-core forward compiles with 0 spills", "[rtc
   const auto manifests = compile_all(configs, tmp.path());
   for (std::size_t i = 0; i < configs.size(); ++i) {
     INFO(canonical_string(configs[i]));
-    require_no_spills(manifests[i]);
+    require_fast_kernel(manifests[i]);
   }
 }
 
@@ -318,7 +323,7 @@ namespace {
 // Every dtype and mask of `family` at `hdims` for sm_90 (auto resolves them to wgmma_sm90a),
 // both values of the family's own flag (the forward's LSE, the backward's deterministic mode),
 // compiled; each must be wgmma_sm90a for sm_90a with 0 spills.
-void require_hopper_kernels_without_spills(Family family) {
+void require_hopper_kernels_fast(Family family) {
   test::TempDir tmp;
   std::vector<FmhaKernelConfig> configs;
   for (int hdim : codegen::wgmma_sm90a_hdims(family)) {
@@ -347,7 +352,7 @@ void require_hopper_kernels_without_spills(Family family) {
     INFO(canonical_string(configs[i]));
     CHECK(canonicalize(configs[i]).impl == KernelImpl::wgmma_sm90a);
     CHECK(manifests[i].arch == "sm_90a");
-    require_no_spills(manifests[i]);
+    require_fast_kernel(manifests[i]);
   }
 }
 
@@ -356,7 +361,7 @@ void require_hopper_kernels_without_spills(Family family) {
 TEST_CASE("rtc: every shipped Hopper forward compiles for sm_90a with 0 spills", "[rtc]") {
   // The consumers run at 240 registers after setmaxnreg; hdim 256 (O alone is 128 of them) is
   // the one that spilled at 232.
-  require_hopper_kernels_without_spills(Family::fwd);
+  require_hopper_kernels_fast(Family::fwd);
 }
 
 TEST_CASE("rtc: the Hopper forward with two consumer warpgroups at hdim 64 (128 rows)", "[rtc]") {
@@ -375,7 +380,7 @@ TEST_CASE("rtc: the Hopper forward with two consumer warpgroups at hdim 64 (128 
   for (std::size_t i = 0; i < configs.size(); ++i) {
     INFO(canonical_string(configs[i]));
     CHECK(canonicalize(configs[i]).num_warps == 12);
-    require_no_spills(manifests[i]);
+    require_fast_kernel(manifests[i]);
   }
 }
 
@@ -383,5 +388,5 @@ TEST_CASE("rtc: every shipped Hopper backward compiles for sm_90a with 0 spills"
   // dK and dV stay in registers for the whole CTA beside S^T, dP^T, their 16-bit copies and dQ:
   // the consumers' 232 registers are the budget (at hdim 256 each warpgroup holds a head-dim
   // half of them, fmha_bwd_sm90a_hd256.h).
-  require_hopper_kernels_without_spills(Family::bwd);
+  require_hopper_kernels_fast(Family::bwd);
 }

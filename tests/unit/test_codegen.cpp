@@ -169,7 +169,8 @@ TEST_CASE("sweep: arrays of objects, and malformed documents", "[sweep]") {
   CHECK_THAT(items[0].skip_reason, Catch::Contains("hdimq"));
 }
 
-TEST_CASE("ptxas report: registers, spills, stack and shared memory per entry", "[codegen]") {
+TEST_CASE("ptxas report: registers, spills, stack, shared memory and wgmma serialisation per entry",
+          "[codegen]") {
   const char* log =
       "ptxas info    : 0 bytes gmem\n"
       "ptxas info    : Compiling entry function 'k_fwd' for 'sm_90'\n"
@@ -179,9 +180,14 @@ TEST_CASE("ptxas report: registers, spills, stack and shared memory per entry", 
       "ptxas info    : Compiling entry function 'k_bwd' for 'sm_90'\n"
       "ptxas info    : Function properties for k_bwd\n"
       "ptxas         .     0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads\n"
-      "ptxas info    : Used 40 registers, used 1 barriers, 400 bytes cmem[0]\n";
+      "ptxas info    : Used 40 registers, used 1 barriers, 400 bytes cmem[0]\n"
+      "ptxas info    : (C7511) Potential Performance Loss: wgmma.mma_async instructions are "
+      "serialized due to insufficient register resources for the wgmma pipeline in the function "
+      "'k_mma'\n"
+      "ptxas info    : Compiling entry function 'k_mma' for 'sm_90a'\n"
+      "ptxas info    : Used 168 registers, used 16 barriers\n";
   const auto r = codegen::rtc::parse_ptxas_report(log);
-  REQUIRE(r.size() == 2);
+  REQUIRE(r.size() == 3);
   CHECK(r[0].symbol == "k_fwd");
   CHECK(r[0].registers == 168);
   CHECK(r[0].stack_frame_bytes == 8);
@@ -192,5 +198,9 @@ TEST_CASE("ptxas report: registers, spills, stack and shared memory per entry", 
   CHECK(r[1].registers == 40);
   CHECK(r[1].spill_store_bytes == 0);
   CHECK(r[1].static_smem_bytes == 0);
+  CHECK_FALSE(r[0].wgmma_serialized);
+  CHECK_FALSE(r[1].wgmma_serialized);
+  CHECK(r[2].symbol == "k_mma");
+  CHECK(r[2].wgmma_serialized);
   CHECK(codegen::rtc::parse_ptxas_report("garbage\n'\n").empty());
 }

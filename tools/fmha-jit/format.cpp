@@ -48,14 +48,19 @@ std::string entry_label(const cache::Manifest& m) {
 
 std::string resources_summary(const cache::Manifest& m) {
   int regs = -1, spill_store = 0, spill_load = 0;
+  bool serialized = false;
   for (const auto& r : m.resources) {
+    serialized = serialized || r.wgmma_serialized;
     regs = std::max(regs, r.registers);
     spill_store = std::max(spill_store, r.spill_store_bytes);
     spill_load = std::max(spill_load, r.spill_load_bytes);
   }
   if (regs < 0) return "-";  // hipRTC reports no resources
-  if (spill_store == 0 && spill_load == 0) return fmt::format("{} regs", regs);
-  return fmt::format("{} regs, spills {}/{} B", regs, spill_store, spill_load);
+  std::string s = fmt::format("{} regs", regs);
+  if (spill_store > 0 || spill_load > 0)
+    s += fmt::format(", spills {}/{} B", spill_store, spill_load);
+  if (serialized) s += ", wgmma serialized";
+  return s;
 }
 
 void Table::print(std::FILE* out) const {
