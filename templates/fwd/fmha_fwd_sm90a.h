@@ -191,11 +191,12 @@ struct FmhaFwdSm90aMma {
       FmhaWgmma<Element, kBlockN, 0>::ss(s, q_desc(smem_q, row0, ks), k_desc(smem_k, ks), ks > 0);
     }
   }
-  // O += P V, P as the A operand from registers.
+  // O += P V, P as the A operand from registers, over k-steps [kFirst, kEnd) of 16 keys.
+  template <int kFirst = 0, int kEnd = Shape::kKStepsPV>
   FMHA_DEVICE static void pv(float (&o)[Shape::kOChunks][Shape::kON / 2],
                              const unsigned (&pa)[Shape::kKStepsPV][4], unsigned smem_v) {
 #pragma unroll
-    for (int ks = 0; ks < Shape::kKStepsPV; ++ks) {
+    for (int ks = kFirst; ks < kEnd; ++ks) {
 #pragma unroll
       for (int c = 0; c < Shape::kOChunks; ++c) {
         FmhaWgmma<Element, Shape::kON, 1>::rs(o[c], pa[ks], v_desc(smem_v, c, ks), 1);
@@ -222,6 +223,9 @@ FMHA_DEVICE void fmha_fwd_sm90a_consume(const FmhaFwdSm90Params& P, unsigned sme
     kOChunks = Shape::kOChunks,
     kKStepsPV = Shape::kKStepsPV,
   };
+  // Whether a warpgroup's last key block may be narrow (fmha_fwd_sm90a_wg_keys: 128-key blocks
+  // under a mask that cuts them along a diagonal).
+  constexpr bool kMayNarrow = kMaskKind != FMHA_MASK_NONE && kBlockN == 128;
   const FmhaFwdParams& p = P.fwd;
   const unsigned smem_k = smem_q + Shape::kKOffset;
   const unsigned smem_v = smem_q + Shape::kVOffset;
@@ -236,6 +240,84 @@ FMHA_DEVICE void fmha_fwd_sm90a_consume(const FmhaFwdSm90Params& P, unsigned sme
 
   // Warpgroup 0 issues first: the last one hands it the first turn.
   if (cw == Shape::kConsumers - 1) fmha_named_barrier_arrive(turn_other, 256);
+
+  // With two Q buffers a tile's O is staged and stored in the next tile's iteration, under that
+  // tile's first Q K^T: the tensor cores have work while the warpgroup converts O to 16 bits,
+  // stages it, writes the LSE and waits on its epilogue barriers. (With one, the next Q lands
+  // only after this O's store has read the buffer.) The tile's own iteration normalises O into
+  // `pending`: that multiply is the last write of those registers, so no register a wgmma
+  // defined crosses the loop's back edge. O itself carried across (or a plain copy of it, which
+  // ptxas folds back into O) made ptxas wait for the next S_0 where the epilogue read it (C7517),
+  // and spilled.
+  // Unmasked kernels only: same call, ABBA, bf16 (session 19), against the kernel without it
+  // and with the per-warpgroup key end: hdim 128 S 2048 637 -> 650 TFLOP/s, S 8192 679 -> 690;
+  // causal rows lost 1.7-2.5 % instead (hdim 128 S 8192 651 -> 640, GQA 32:8 S 2048 594 -> 579).
+  constexpr bool kLateEpilogue = Shape::kQStages == 2 && kMaskKind == FMHA_MASK_NONE;
+  // A finished tile whose store is still to issue (iter < 0: none).
+  struct Pending {
+    int iter, m0, h, b;
+    float o[kOChunks][kON / 2];  // normalised, in the accumulators' layout
+    float lse[2];
+  };
+  Pending pending;
+  pending.iter = -1;
+
+  // Two adjacent columns of this lane's row half hf, staged as 16 bits in this warpgroup's rows
+  // of a Q buffer (the same swizzled slabs the O tensor map describes).
+  auto stage = [&](unsigned q_buf, int hf, int col, unsigned v) {
+    const int r = wg_row0 + warp_in_wg * 16 + hf * 8 + (lane >> 2);  // row in the block
+    const unsigned addr = q_buf + (col / 64) * Shape::kQSlabBytes + r * 128 +
+                          ((((col % 64) / 8) ^ (r & 7)) << 4) + (lane & 3) * 4;
+    fmha_st_shared_b32(addr, v);
+  };
+  auto write_lse = [&](int m0, int h, int b, const float(&lse)[2]) {
+    const int row0 = m0 + wg_row0 + warp_in_wg * 16 + (lane >> 2);
+#pragma unroll
+    for (int hf = 0; hf < 2; ++hf) {
+      if (kWriteLse && p.lse != nullptr && (lane & 3) == 0 && row0 + hf * 8 < p.seqlen_q) {
+        p.lse[(static_cast<fmha_index_t>(b) * p.nhead_q + h) * p.seqlen_q + row0 + hf * 8] =
+            lse[hf];
+      }
+    }
+  };
+  // Once the staged rows are complete: one thread stores them. Rows past seqlen_q fall outside
+  // the O tensor map and are not written.
+  auto store = [&](unsigned q_buf, int m0, int h, int b) {
+    fmha_fence_proxy_async_shared();
+    fmha_named_barrier_sync(kFmhaSm90aBarEpilogue0 + cw, 128);
+    if (fmha_thread_idx() % 128 == 0) {
+#pragma unroll
+      for (int sl = 0; sl < Shape::kSlabs; ++sl) {
+        fmha_tma_store_4d(P.o_map, q_buf + sl * Shape::kQSlabBytes + wg_row0 * 128, sl * 64,
+                          m0 + wg_row0, h, b);
+      }
+      fmha_bulk_commit_group();
+      if (Shape::kQStages == 1) {
+        fmha_bulk_wait_group_read<0>();  // the next tile's Q may overwrite the staging rows
+        fmha_mbarrier_arrive(bars.q_empty(0));
+      }
+    }
+  };
+  // The deferred part of the pending tile's epilogue, under the next tile's S_0 (or after the
+  // last tile): its Q buffer is the one that S_0 does not read. Every warp of the warpgroup is
+  // past the pending tile's last MMA once all reach the barrier, so no wgmma still reads the rows.
+  auto store_pending = [&]() {
+    const unsigned q_buf = smem_q + (pending.iter % Shape::kQStages) * Shape::kQBytes;
+    fmha_named_barrier_sync(kFmhaSm90aBarEpilogue0 + cw, 128);
+#pragma unroll
+    for (int hf = 0; hf < 2; ++hf) {
+#pragma unroll
+      for (int c = 0; c < kOChunks; ++c) {
+#pragma unroll
+        for (int j = 0; j < kON / 8; ++j) {
+          stage(q_buf, hf, c * kON + j * 8,
+                Pack::pack(pending.o[c][4 * j + 2 * hf], pending.o[c][4 * j + 2 * hf + 1]));
+        }
+      }
+    }
+    write_lse(pending.m0, pending.h, pending.b, pending.lse);
+    store(q_buf, pending.m0, pending.h, pending.b);
+  };
 
   FmhaRingPos ring{0, 0u};
   for (int iter = 0;; ++iter) {
@@ -279,25 +361,37 @@ FMHA_DEVICE void fmha_fwd_sm90a_consume(const FmhaFwdSm90Params& P, unsigned sme
     };
 
     // This tile's Q buffer; with two, the previous tile's O store still reads the other one
-    // until its storing thread confirms the read (release_previous_q).
+    // until its storing thread confirms the read (release_previous_q, under this tile's first
+    // MMA issued after that store).
     const int qs = iter % Shape::kQStages;
     const unsigned q_buf = smem_q + qs * Shape::kQBytes;
+    bool q_release_due = Shape::kQStages == 2 && iter > 0;
     auto release_previous_q = [&]() {
-      if (Shape::kQStages == 2 && iter > 0 && fmha_thread_idx() % 128 == 0) {
+      if (q_release_due && fmha_thread_idx() % 128 == 0) {
         fmha_bulk_wait_group_read<0>();
         fmha_mbarrier_arrive(bars.q_empty(qs ^ 1));
       }
+      q_release_due = false;
     };
+    // This warpgroup's rows may stop short of the tile's last key blocks (causal and window
+    // masks): it skips the blocks from mine.n_end on, and the P V of block mine.n_end - 1 may
+    // stop at its first 64 keys (its P is zero past them).
+    const FmhaFwdSm90aWgKeys mine =
+        fmha_fwd_sm90a_wg_keys<kMaskKind, kBlockN>(keys, m0 + wg_row0, p);
+
     fmha_mbarrier_wait(bars.q_full(qs), (iter / Shape::kQStages) & 1);
     if (keys.n_block_end > keys.n_block_begin) {
-      // Key tile 0: S only.
+      // Key tile 0: S only, and the previous tile's store under it. Both branches issue their
+      // own copy of that store: an S_0 in flight across a join with a path that has none made
+      // ptxas serialise the kernel's wgmma.
       fmha_mbarrier_wait(bars.k_full(ring.slot), ring.phase);
       fmha_named_barrier_sync(turn_mine, 256);
       fmha_wgmma_fence();
       Mma::qk(s_flat, q_buf, wg_row0, smem_k + ring.slot * Shape::kKVBytes);
       fmha_wgmma_commit();
       fmha_named_barrier_arrive(turn_other, 256);
-      release_previous_q();  // under the MMA
+      if (kLateEpilogue && pending.iter >= 0) store_pending();
+      if (!kLateEpilogue) release_previous_q();  // under the MMA
       fmha_wgmma_wait<0>();
       fmha_wgmma_fence_operands(s_flat);
       fmha_fwd_sm90a_release(bars.k_empty(ring.slot));
@@ -307,7 +401,7 @@ FMHA_DEVICE void fmha_fwd_sm90a_consume(const FmhaFwdSm90Params& P, unsigned sme
       FmhaRingPos prev = ring;
       ring.advance<Shape::kStageCount>();
 
-      for (int n_block = keys.n_block_begin + 1; n_block < keys.n_block_end; ++n_block) {
+      for (int n_block = keys.n_block_begin + 1; n_block < mine.n_end; ++n_block) {
         fmha_mbarrier_wait(bars.k_full(ring.slot), ring.phase);
         fmha_mbarrier_wait(bars.v_full(prev.slot), prev.phase);
         fmha_named_barrier_sync(turn_mine, 256);
@@ -317,6 +411,7 @@ FMHA_DEVICE void fmha_fwd_sm90a_consume(const FmhaFwdSm90Params& P, unsigned sme
         Mma::pv(o, pa, smem_v + prev.slot * Shape::kKVBytes);
         fmha_wgmma_commit();
         fmha_named_barrier_arrive(turn_other, 256);
+        release_previous_q();  // under the MMAs
         fmha_wgmma_wait<1>();  // S_i is ready; P_{i-1} V_{i-1} may still run
         fmha_wgmma_fence_operands(s_flat);
         fmha_fwd_sm90a_release(bars.k_empty(ring.slot));
@@ -340,28 +435,76 @@ FMHA_DEVICE void fmha_fwd_sm90a_consume(const FmhaFwdSm90Params& P, unsigned sme
       fmha_mbarrier_wait(bars.v_full(prev.slot), prev.phase);
       fmha_named_barrier_sync(turn_mine, 256);
       fmha_wgmma_fence();
-      Mma::pv(o, pa, smem_v + prev.slot * Shape::kKVBytes);
+      if (!kMayNarrow) {
+        Mma::pv(o, pa, smem_v + prev.slot * Shape::kKVBytes);
+      } else {
+        // The halves in one group: Q K^T at N 64 instead (saving its half too) made ptxas
+        // serialise every wgmma of the kernel, and so did a branch between a full and a half
+        // P V; this shape costs one fence, here and where ptxas injects one at the join.
+        Mma::template pv<0, kKStepsPV / 2>(o, pa, smem_v + prev.slot * Shape::kKVBytes);
+        if (!mine.narrow) {
+          fmha_wgmma_fence();
+          Mma::template pv<kKStepsPV / 2, kKStepsPV>(o, pa, smem_v + prev.slot * Shape::kKVBytes);
+        }
+      }
       fmha_wgmma_commit();
       fmha_named_barrier_arrive(turn_other, 256);
+      release_previous_q();  // under the MMA (a tile of one block issued none before)
       fmha_wgmma_wait<0>();
 #pragma unroll
       for (int c = 0; c < kOChunks; ++c) fmha_wgmma_fence_operands(o[c]);
       fmha_fwd_sm90a_release(bars.v_empty(prev.slot));
+      // Blocks past this warpgroup's rows: no MMA, but a turn each (the warpgroups alternate
+      // strictly, so each takes as many turns per tile as the tile has blocks, plus one), and
+      // their slots counted free once loaded: an arrival before the load could count towards the
+      // slot's previous use, which another warpgroup may still read. After the release above:
+      // with one K / V stage the producer loads these blocks only once it has the slot back.
+      for (int n_block = mine.n_end; n_block < keys.n_block_end; ++n_block) {
+        fmha_mbarrier_wait(bars.k_full(ring.slot), ring.phase);
+        fmha_mbarrier_wait(bars.v_full(ring.slot), ring.phase);
+        fmha_fwd_sm90a_release(bars.k_empty(ring.slot));
+        fmha_fwd_sm90a_release(bars.v_empty(ring.slot));
+        fmha_named_barrier_sync(turn_mine, 256);
+        fmha_named_barrier_arrive(turn_other, 256);
+        ring.advance<Shape::kStageCount>();
+      }
     } else {
+      if (kLateEpilogue && pending.iter >= 0) store_pending();
       release_previous_q();
     }
+    pending.iter = -1;  // stored, if there was one
 
     // Epilogue: normalise, write the LSE, stage O as 16 bits in this warpgroup's rows of the Q
-    // buffer (the same swizzled slabs the O tensor map describes), then one thread stores it.
+    // buffer, then one thread stores it. With two Q buffers (outside the split tail, whose
+    // segments end in fmha_fwd_sm90a_split_finish, at the end of their own iteration), only the
+    // normalisation and the LSE here, the rest under the next tile's S_0 (store_pending).
+    float inv_sum[2];
+    if (kLateEpilogue && !fmha_fwd_sm90a_in_split<kMaskKind>(P, iter)) {
+      softmax.finalize(scale_log2, inv_sum, pending.lse);
+#pragma unroll
+      for (int c = 0; c < kOChunks; ++c) {
+#pragma unroll
+        for (int j = 0; j < kON / 2; ++j) {
+          pending.o[c][j] = o[c][j] * inv_sum[(j >> 1) & 1];
+        }
+      }
+      pending.iter = iter;
+      pending.m0 = m0;
+      pending.h = h;
+      pending.b = b;
+      continue;
+    }
+    if (kLateEpilogue) {
+      // Nothing is pending after a split tile, but `pending.o` is written on every path into the
+      // next tile: otherwise the last tile's stayed live through the key loop (and spilled).
+#pragma unroll
+      for (int c = 0; c < kOChunks; ++c) {
+#pragma unroll
+        for (int i = 0; i < kON / 2; ++i) pending.o[c][i] = 0.f;
+      }
+    }
     // Every warp of the warpgroup is past its last MMA, so no wgmma still reads these Q rows.
     fmha_named_barrier_sync(kFmhaSm90aBarEpilogue0 + cw, 128);
-    auto stage = [&](int hf, int col, float x, float y) {
-      const int r = wg_row0 + warp_in_wg * 16 + hf * 8 + (lane >> 2);  // row in the block
-      const unsigned addr = q_buf + (col / 64) * Shape::kQSlabBytes + r * 128 +
-                            ((((col % 64) / 8) ^ (r & 7)) << 4) + (lane & 3) * 4;
-      fmha_st_shared_b32(addr, Pack::pack(x, y));
-    };
-    float inv_sum[2];
     float lse[2];
     if (fmha_fwd_sm90a_in_split<kMaskKind>(P, iter)) {
       // A segment of a split tile: only the warpgroup that completes the tile stores it, from
@@ -375,8 +518,9 @@ FMHA_DEVICE void fmha_fwd_sm90a_consume(const FmhaFwdSm90Params& P, unsigned sme
         continue;
       }
       softmax.finalize(scale_log2, inv_sum, lse);
-      fmha_fwd_sm90a_split_stage<kMaskKind, kOChunks, kON>(P, iter, Shape::kConsumers, cw,
-                                                           softmax.row_max, inv_sum, stage);
+      fmha_fwd_sm90a_split_stage<kMaskKind, kOChunks, kON>(
+          P, iter, Shape::kConsumers, cw, softmax.row_max, inv_sum,
+          [&](int hf, int col, float x, float y) { stage(q_buf, hf, col, Pack::pack(x, y)); });
     } else {
       softmax.finalize(scale_log2, inv_sum, lse);
 #pragma unroll
@@ -385,35 +529,17 @@ FMHA_DEVICE void fmha_fwd_sm90a_consume(const FmhaFwdSm90Params& P, unsigned sme
         for (int c = 0; c < kOChunks; ++c) {
 #pragma unroll
           for (int j = 0; j < kON / 8; ++j) {
-            stage(hf, c * kON + j * 8, o[c][4 * j + 2 * hf] * inv_sum[hf],
-                  o[c][4 * j + 2 * hf + 1] * inv_sum[hf]);
+            stage(q_buf, hf, c * kON + j * 8,
+                  Pack::pack(o[c][4 * j + 2 * hf] * inv_sum[hf],
+                             o[c][4 * j + 2 * hf + 1] * inv_sum[hf]));
           }
         }
       }
     }
-#pragma unroll
-    for (int hf = 0; hf < 2; ++hf) {
-      if (kWriteLse && p.lse != nullptr && (lane & 3) == 0 && row0 + hf * 8 < p.seqlen_q) {
-        p.lse[(static_cast<fmha_index_t>(b) * p.nhead_q + h) * p.seqlen_q + row0 + hf * 8] =
-            lse[hf];
-      }
-    }
-    fmha_fence_proxy_async_shared();
-    fmha_named_barrier_sync(kFmhaSm90aBarEpilogue0 + cw, 128);
-    if (fmha_thread_idx() % 128 == 0) {
-      // Rows past seqlen_q fall outside the O tensor map and are not written.
-#pragma unroll
-      for (int sl = 0; sl < Shape::kSlabs; ++sl) {
-        fmha_tma_store_4d(P.o_map, q_buf + sl * Shape::kQSlabBytes + wg_row0 * 128, sl * 64,
-                          m0 + wg_row0, h, b);
-      }
-      fmha_bulk_commit_group();
-      if (Shape::kQStages == 1) {
-        fmha_bulk_wait_group_read<0>();  // the next tile's Q may overwrite the staging rows
-        fmha_mbarrier_arrive(bars.q_empty(0));
-      }
-    }
+    write_lse(m0, h, b, lse);
+    store(q_buf, m0, h, b);
   }
+  if (kLateEpilogue && pending.iter >= 0) store_pending();
   if (fmha_thread_idx() % 128 == 0) fmha_bulk_wait_group<0>();
 }
 

@@ -118,6 +118,43 @@ FMHA_DEVICE FmhaBlockKeys fmha_fwd_sm90a_work_keys(const FmhaFwdSm90aWork& w, Fm
   return keys;
 }
 
+// Where one consumer warpgroup's rows stop within its tile's key blocks. A causal or window mask
+// cuts a tile's last key blocks along a diagonal that the tile's later rows reach and its first
+// rows do not: the warpgroup of rows [r0, r0 + 64) sees no key at or past hi(its last valid row),
+// so the blocks from ceil(hi / kBlockN) on hold no score it keeps (the warpgroup skips their
+// MMAs), and in a 128-key block whose visible keys are all among its first 64, P is zero past
+// them (its P V stops there). Causal, 128 x 128 tiles: the first warpgroup's diagonal block
+// runs half its P V; 128 x 64 tiles (hdim 256, short causal): the first warpgroup skips the
+// diagonal's second block. Unmasked tiles, and warpgroups with no valid row, keep the tile's.
+struct FmhaFwdSm90aWgKeys {
+  int n_end;    // one past the warpgroup's last key block, in (n_block_begin, n_block_end]
+  bool narrow;  // block n_end - 1 is visible to these rows in its first 64 keys only
+};
+
+template <int kMaskKind, int kBlockN>
+FMHA_DEVICE FmhaFwdSm90aWgKeys fmha_fwd_sm90a_wg_keys(const FmhaBlockKeys& keys, int wg_row_first,
+                                                      const FmhaFwdParams& p) {
+  FmhaFwdSm90aWgKeys r;
+  r.n_end = keys.n_block_end;
+  r.narrow = false;
+  if (kMaskKind == FMHA_MASK_NONE || keys.n_block_end <= keys.n_block_begin ||
+      wg_row_first >= p.seqlen_q) {
+    return r;
+  }
+  const int row_last = wg_row_first + 63 < p.seqlen_q ? wg_row_first + 63 : p.seqlen_q - 1;
+  const int hi =
+      fmha_visible_keys(kMaskKind, row_last, p.seqlen_q, p.seqlen_k, p.window_left, p.window_right)
+          .hi;
+  int end = (hi + kBlockN - 1) / kBlockN;
+  if (end > keys.n_block_end) end = keys.n_block_end;
+  // At least one block, so that the S-then-P V pipeline keeps its shape; rows that see nothing
+  // here are masked in it as before.
+  if (end < keys.n_block_begin + 1) end = keys.n_block_begin + 1;
+  r.n_end = end;
+  r.narrow = kBlockN == 128 && hi <= (end - 1) * kBlockN + 64;
+  return r;
+}
+
 // The CTA whose split range holds key block x of the r tiles laid end to end: the largest c with
 // floor(c L / split_ctas) <= x, i.e. ceil((x + 1) split_ctas / L) - 1.
 FMHA_DEVICE int fmha_fwd_sm90a_split_owner(const FmhaFwdSm90Params& P, int x) {

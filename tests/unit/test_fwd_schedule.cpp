@@ -10,10 +10,12 @@
 // count and the shapes it runs.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <map>
 #include <set>
 #include <sstream>
 #include <tuple>
+#include <type_traits>
 #include <vector>
 
 #include "codegen/tile_shapes.hpp"
@@ -144,6 +146,51 @@ void check_launch(const FmhaKernelConfig& c, const Problem& prob, int sms, bool 
   }
 }
 
+// Each consumer warpgroup's own key end (fmha_fwd_sm90a_wg_keys) against its rows' visible keys,
+// row by row: the blocks it skips and the narrow half it leaves out hold no key any of its valid
+// rows sees, and it skips every block it can (down to the one block it always keeps). Returns how
+// many warpgroup tiles stop short of their tile's end, so a caller can insist that some do.
+template <int kMask, int kBlockM, int kBlockN>
+int check_wg_keys(const FmhaKernelConfig& c, const Problem& prob) {
+  INFO("hdim " << c.hdim_q << " tile " << kBlockM << " x " << kBlockN << " Sq " << prob.sq << " Sk "
+               << prob.sk << " mask " << to_string(c.mask));
+  const int window = c.mask == MaskKind::sliding_window ? 40 : -1;
+  const FmhaProblem fp =
+      test::sized_problem(prob.batch, prob.hq, prob.hk, prob.sq, prob.sk, c.hdim_q, window, window);
+  const FmhaFwdParams f = dispatch::make_fwd_params(c, fp, test::placeholder_fwd_tensors());
+  int trimmed = 0;
+  for (int m0 = 0; m0 < f.seqlen_q; m0 += kBlockM) {
+    const FmhaBlockKeys keys = fmha_block_keys<kMask, kBlockM, kBlockN>(m0, f);
+    for (int r0 = m0; r0 < m0 + kBlockM; r0 += 64) {
+      INFO("rows " << r0 << " of the tile at " << m0);
+      const FmhaFwdSm90aWgKeys mine = fmha_fwd_sm90a_wg_keys<kMask, kBlockN>(keys, r0, f);
+      if (keys.n_block_end == keys.n_block_begin) {
+        CHECK(mine.n_end == keys.n_block_end);
+        continue;
+      }
+      REQUIRE(mine.n_end > keys.n_block_begin);
+      REQUIRE(mine.n_end <= keys.n_block_end);
+      int seen_hi = 0;  // one past the last key a valid row of the warpgroup sees
+      for (int r = r0; r < r0 + 64 && r < f.seqlen_q; ++r) {
+        const FmhaKeyRange kr =
+            fmha_visible_keys(kMask, r, f.seqlen_q, f.seqlen_k, f.window_left, f.window_right);
+        if (kr.hi > kr.lo) seen_hi = std::max(seen_hi, kr.hi);
+      }
+      CHECK(seen_hi <= mine.n_end * kBlockN);
+      if (mine.narrow) {
+        CHECK(kBlockN == 128);
+        CHECK(seen_hi <= (mine.n_end - 1) * kBlockN + 64);
+      }
+      if (mine.n_end < keys.n_block_end) {
+        ++trimmed;
+        CHECK((mine.n_end == keys.n_block_begin + 1 || seen_hi > (mine.n_end - 1) * kBlockN));
+      }
+      if (kMask == FMHA_MASK_NONE) CHECK((mine.n_end == keys.n_block_end && !mine.narrow));
+    }
+  }
+  return trimmed;
+}
+
 FmhaKernelConfig fwd_config(int hdim, MaskKind mask) {
   FmhaKernelConfig c;
   c.family = Family::fwd;
@@ -176,9 +223,9 @@ void check_hdims(MaskKind mask, const Problem& p, int sms, bool planned = false)
 }
 
 const std::vector<Problem> kProblems = {
-    {1, 1, 8, 1, 1},         {17, 45, 4, 2, 2},       {130, 77, 4, 2, 2},
-    {300, 260, 4, 2, 2},     {1000, 999, 8, 1, 3},    {777, 1000, 8, 2, 3},
-    {2048, 2048, 16, 16, 8}, {8192, 8192, 16, 16, 2}, {1024, 4096, 32, 8, 4}};
+    {1, 1, 8, 1, 1},         {17, 45, 4, 2, 2},     {130, 77, 4, 2, 2},   {300, 260, 4, 2, 2},
+    {300, 301, 4, 2, 2},     {1000, 999, 8, 1, 3},  {777, 1000, 8, 2, 3}, {2048, 2048, 16, 16, 8},
+    {8192, 8192, 16, 16, 2}, {1024, 4096, 32, 8, 4}};
 
 }  // namespace
 
@@ -192,6 +239,41 @@ TEST_CASE("fwd schedule: every tile runs once, whole or as segments covering its
       check_hdims<FMHA_MASK_CAUSAL_TOP_LEFT>(MaskKind::causal_top_left, p, sms, true);
       check_hdims<FMHA_MASK_CAUSAL_BOTTOM_RIGHT>(MaskKind::causal_bottom_right, p, sms, true);
       check_hdims<FMHA_MASK_SLIDING_WINDOW>(MaskKind::sliding_window, p, sms);
+    }
+  }
+}
+
+TEST_CASE("fwd schedule: a warpgroup skips only key blocks its own rows do not see", "[schedule]") {
+  const auto tile = [](int hdim, MaskKind mask, bool short_causal) {
+    FmhaKernelConfig c = fwd_config(hdim, mask);
+    if (short_causal) {
+      const auto t = codegen::wgmma_sm90a_fwd_short_causal_tile(c);
+      REQUIRE(t.has_value());
+      c.block_m = t->block_m;
+      c.block_n = t->block_n;
+      c.num_warps = t->num_warps;
+    }
+    return canonicalize(c);
+  };
+  const auto each_tile = [&](auto mask_tag, MaskKind mask, const Problem& p) {
+    constexpr int kMask = decltype(mask_tag)::value;
+    return check_wg_keys<kMask, 192, 128>(tile(64, mask, false), p) +
+           check_wg_keys<kMask, 128, 128>(tile(128, mask, false), p) +
+           check_wg_keys<kMask, 128, 80>(tile(256, mask, false), p) +
+           check_wg_keys<kMask, 128, 128>(tile(64, mask, true), p) +
+           check_wg_keys<kMask, 128, 64>(tile(256, mask, true), p);
+  };
+  for (const Problem& p : kProblems) {
+    each_tile(std::integral_constant<int, FMHA_MASK_NONE>{}, MaskKind::none, p);
+    const int top_left = each_tile(std::integral_constant<int, FMHA_MASK_CAUSAL_TOP_LEFT>{},
+                                   MaskKind::causal_top_left, p);
+    const int bottom_right = each_tile(std::integral_constant<int, FMHA_MASK_CAUSAL_BOTTOM_RIGHT>{},
+                                       MaskKind::causal_bottom_right, p);
+    each_tile(std::integral_constant<int, FMHA_MASK_SLIDING_WINDOW>{}, MaskKind::sliding_window, p);
+    // Causal problems of several query tiles have warpgroups that stop short.
+    if (p.sq >= 256 && p.sq == p.sk) {
+      CHECK(top_left > 0);
+      CHECK(bottom_right > 0);
     }
   }
 }
