@@ -298,23 +298,29 @@ FMHA_DEVICE void fmha_fwd_sm90a_consume(const FmhaFwdSm90Params& P, unsigned sme
       }
     }
   };
-  // The deferred part of the pending tile's epilogue, under the next tile's S_0 (or after the
-  // last tile): its Q buffer is the one that S_0 does not read. Every warp of the warpgroup is
-  // past the pending tile's last MMA once all reach the barrier, so no wgmma still reads the rows.
-  auto store_pending = [&]() {
-    const unsigned q_buf = smem_q + (pending.iter % Shape::kQStages) * Shape::kQBytes;
-    fmha_named_barrier_sync(kFmhaSm90aBarEpilogue0 + cw, 128);
+  // A warpgroup's O rows times factor[row half], as 16 bits into q_buf's staging rows.
+  auto stage_o = [&](unsigned q_buf, const float(&x)[kOChunks][kON / 2], const float(&factor)[2]) {
 #pragma unroll
     for (int hf = 0; hf < 2; ++hf) {
 #pragma unroll
       for (int c = 0; c < kOChunks; ++c) {
 #pragma unroll
         for (int j = 0; j < kON / 8; ++j) {
-          stage(q_buf, hf, c * kON + j * 8,
-                Pack::pack(pending.o[c][4 * j + 2 * hf], pending.o[c][4 * j + 2 * hf + 1]));
+          stage(
+              q_buf, hf, c * kON + j * 8,
+              Pack::pack(x[c][4 * j + 2 * hf] * factor[hf], x[c][4 * j + 2 * hf + 1] * factor[hf]));
         }
       }
     }
+  };
+  // The deferred part of the pending tile's epilogue, under the next tile's S_0 (or after the
+  // last tile): its Q buffer is the one that S_0 does not read. Every warp of the warpgroup is
+  // past the pending tile's last MMA once all reach the barrier, so no wgmma still reads the rows.
+  auto store_pending = [&]() {
+    const unsigned q_buf = smem_q + (pending.iter % Shape::kQStages) * Shape::kQBytes;
+    fmha_named_barrier_sync(kFmhaSm90aBarEpilogue0 + cw, 128);
+    const float normalised[2] = {1.f, 1.f};
+    stage_o(q_buf, pending.o, normalised);
     write_lse(pending.m0, pending.h, pending.b, pending.lse);
     store(q_buf, pending.m0, pending.h, pending.b);
   };
@@ -523,18 +529,7 @@ FMHA_DEVICE void fmha_fwd_sm90a_consume(const FmhaFwdSm90Params& P, unsigned sme
           [&](int hf, int col, float x, float y) { stage(q_buf, hf, col, Pack::pack(x, y)); });
     } else {
       softmax.finalize(scale_log2, inv_sum, lse);
-#pragma unroll
-      for (int hf = 0; hf < 2; ++hf) {
-#pragma unroll
-        for (int c = 0; c < kOChunks; ++c) {
-#pragma unroll
-          for (int j = 0; j < kON / 8; ++j) {
-            stage(q_buf, hf, c * kON + j * 8,
-                  Pack::pack(o[c][4 * j + 2 * hf] * inv_sum[hf],
-                             o[c][4 * j + 2 * hf + 1] * inv_sum[hf]));
-          }
-        }
-      }
+      stage_o(q_buf, o, inv_sum);
     }
     write_lse(m0, h, b, lse);
     store(q_buf, m0, h, b);

@@ -202,6 +202,17 @@ FmhaKernelConfig fwd_config(int hdim, MaskKind mask) {
   return c;
 }
 
+// The short causal tile variant of a head dim (codegen::wgmma_sm90a_fwd_short_causal_tile).
+FmhaKernelConfig short_causal_config(int hdim, MaskKind mask) {
+  FmhaKernelConfig c = fwd_config(hdim, mask);
+  const auto tile = codegen::wgmma_sm90a_fwd_short_causal_tile(c);
+  REQUIRE(tile.has_value());
+  c.block_m = tile->block_m;
+  c.block_n = tile->block_n;
+  c.num_warps = tile->num_warps;
+  return canonicalize(c);
+}
+
 // The heuristic's tile of each head dim, and the short causal variant where it has one.
 template <int kMask>
 void check_hdims(MaskKind mask, const Problem& p, int sms, bool planned = false) {
@@ -209,17 +220,8 @@ void check_hdims(MaskKind mask, const Problem& p, int sms, bool planned = false)
   check_launch<kMask, 128, 128>(fwd_config(128, mask), p, sms, planned);
   check_launch<kMask, 128, 80>(fwd_config(192, mask), p, sms, planned);
   check_launch<kMask, 128, 80>(fwd_config(256, mask), p, sms, planned);
-  const auto short_causal = [&](int hdim) {
-    FmhaKernelConfig c = fwd_config(hdim, mask);
-    const auto tile = codegen::wgmma_sm90a_fwd_short_causal_tile(c);
-    REQUIRE(tile.has_value());
-    c.block_m = tile->block_m;
-    c.block_n = tile->block_n;
-    c.num_warps = tile->num_warps;
-    return canonicalize(c);
-  };
-  check_launch<kMask, 128, 128>(short_causal(64), p, sms, planned);
-  check_launch<kMask, 128, 64>(short_causal(256), p, sms, planned);
+  check_launch<kMask, 128, 128>(short_causal_config(64, mask), p, sms, planned);
+  check_launch<kMask, 128, 64>(short_causal_config(256, mask), p, sms, planned);
 }
 
 const std::vector<Problem> kProblems = {
@@ -245,15 +247,7 @@ TEST_CASE("fwd schedule: every tile runs once, whole or as segments covering its
 
 TEST_CASE("fwd schedule: a warpgroup skips only key blocks its own rows do not see", "[schedule]") {
   const auto tile = [](int hdim, MaskKind mask, bool short_causal) {
-    FmhaKernelConfig c = fwd_config(hdim, mask);
-    if (short_causal) {
-      const auto t = codegen::wgmma_sm90a_fwd_short_causal_tile(c);
-      REQUIRE(t.has_value());
-      c.block_m = t->block_m;
-      c.block_n = t->block_n;
-      c.num_warps = t->num_warps;
-    }
-    return canonicalize(c);
+    return short_causal ? short_causal_config(hdim, mask) : fwd_config(hdim, mask);
   };
   const auto each_tile = [&](auto mask_tag, MaskKind mask, const Problem& p) {
     constexpr int kMask = decltype(mask_tag)::value;
