@@ -202,5 +202,11 @@ TEST_CASE("ptxas report: registers, spills, stack, shared memory and wgmma seria
   CHECK_FALSE(r[1].wgmma_serialized);
   CHECK(r[2].symbol == "k_mma");
   CHECK(r[2].wgmma_serialized);
+  // The manifest keeps the flag; a manifest written before it existed reads as not serialised.
+  CHECK(codegen::rtc::resources_from_json(codegen::rtc::to_json(r[2])).wgmma_serialized);
+  nlohmann::json older = codegen::rtc::to_json(r[2]);
+  older.erase("wgmma_serialized");
+  CHECK_FALSE(codegen::rtc::resources_from_json(older).wgmma_serialized);
+  CHECK(codegen::rtc::resources_from_json(older).registers == 168);
   CHECK(codegen::rtc::parse_ptxas_report("garbage\n'\n").empty());
 }
