@@ -5,11 +5,15 @@
 # LIMIT seconds (default 570) so that the call ends inside the device tool's 600 s. Run from the
 # repository root with .carry/ staged (warmed .carry/cache: see sm90_grid_only_call.sh); logs go
 # to $OUT.
+# For a short budget after a forward change (about 200 s):
+#   SUITES="gpu sm90a fwd*" EXAMPLES=0 FAMILIES=fwd SASS=1 LIMIT=230
+# FAMILIES: the grid's families (default "fwd bwd"); SASS=1 adds cuobjdump's HGMMA / STL / LDL
+# counts of every cubin in .carry/cache (sass.txt in the tarball).
 source "$(dirname "$0")/call_env.sh"
 warm_sm90a $b/fmha-jit
 run_gpu_suites $b/fmha_jit_gpu_tests \
   "${SUITES:-gpu sm90a fwd*;gpu sm90a bwd: every dtype*;gpu sm90a bwd: deterministic*}" 150
-run_examples
+[ "${EXAMPLES:-1}" = 1 ] && run_examples
 [ -d .carry/cache ] && export FMHA_JIT_CACHE_DIR=$PWD/.carry/cache
 mkdir -p /tmp/grid
 for dtype in ${DTYPE:-bf16 fp16}; do
@@ -17,10 +21,18 @@ for dtype in ${DTYPE:-bf16 fp16}; do
   [ "$left" -lt 60 ] && echo "grid $dtype: skipped, ${left}s left" && continue
   timeout "$left" python3 tools/bench/grid_vs_torch.py --fmha-jit $b/fmha-jit \
     --anchor .carry/anchor_sdpa.py --dtype "$dtype" --fwd-impl auto \
+    --families ${FAMILIES:-fwd bwd} \
     --out "/tmp/grid/grid_$dtype" > "/tmp/grid/grid_log_$dtype.txt" 2>&1
   echo "grid $dtype rc=$? at ${SECONDS}s"
   tail -3 "/tmp/grid/grid_log_$dtype.txt"
 done
+if [ "${SASS:-0}" = 1 ]; then
+  for cubin in .carry/cache/v1/entries/*/*/kernel.cubin; do
+    sass=$(/usr/local/cuda/bin/cuobjdump -sass "$cubin" 2>/dev/null)
+    echo "$(basename "$(dirname "$cubin")" | cut -c1-12) HGMMA $(grep -c HGMMA <<<"$sass")" \
+      "STL $(grep -c STL <<<"$sass") LDL $(grep -c LDL <<<"$sass")"
+  done > /tmp/grid/sass.txt
+fi
 # The device tool brings back only a few files (8 in session 18, which lost the tables so): the
 # suites' and examples' logs take 7, the grids' tables, rows and logs go in one tarball.
 tar czf "$out/grid.tgz" -C /tmp grid
