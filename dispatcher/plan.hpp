@@ -59,17 +59,22 @@ FwdSplitTail fwd_split_tail(const FmhaKernelConfig& canonical, const FmhaProblem
                             int multiprocessors);
 
 // wgmma_sm90a forward under a causal mask: each persistent CTA's tiles, where a greedy plan
-// (heaviest tile first, to the CTA with the least work so far) beats the kernel's static order
-// (FmhaFwdSm90Params::tile_order, templates/fwd/fmha_fwd_sm90a_work.h). order[r * grid + c] is
-// CTA c's r-th tile (an index of the kernel's causal list, heaviest first), -1 past its last;
-// empty where the static order is kept. Work is modelled as key blocks plus a per-tile overhead.
+// (heads in L2-sized sections, each heaviest tile first, to the CTA with the least work so far)
+// replaces the kernel's static order (FmhaFwdSm90Params::tile_order,
+// templates/fwd/fmha_fwd_sm90a_work.h). order[r * grid + c] is CTA c's r-th tile (an index of the
+// kernel's causal list), -1 past its last; empty where the static order is kept. Work is modelled
+// as key blocks plus a per-tile overhead.
 struct FwdTileOrder {
   int grid = 0;
   int rounds = 0;
   std::vector<int> order;       // rounds x grid, round-major; empty: the static order
   double static_makespan = 0;   // the most modelled work on one CTA, static order
   double planned_makespan = 0;  // the same, greedy plan
+  int sections = 0;             // head sections dealt one after another (L2 locality)
 };
+// How many K / V heads (over the batch) one section of the causal forward's plan holds: as many
+// as fit its share of L2, at least one.
+std::int64_t fwd_l2_section_kv_heads(const FmhaProblem& problem);
 FwdTileOrder fwd_tile_order(const FmhaKernelConfig& canonical, const FmhaProblem& problem,
                             int multiprocessors);
 

@@ -179,12 +179,12 @@ class KernelRunner final : public FmhaRunner {
   };
 
   // The plan of this problem's causal forward on `multiprocessors` SMs, uploaded on first use;
-  // null where the kernel's static order is kept. The plan depends on these five numbers only
-  // (the config fixes the mask and the tile).
+  // null where the kernel's static order is kept. The plan depends on these six numbers only
+  // (the config fixes the mask, the tile and the head dimensions).
   const PlannedOrder* tile_order(const FmhaProblem& problem, int multiprocessors) {
     if (!is_causal(config().mask)) return nullptr;
-    const std::array<std::int64_t, 5> shape{problem.seqlen_q, problem.seqlen_k, problem.nhead_q,
-                                            problem.batch, multiprocessors};
+    const std::array<std::int64_t, 6> shape{problem.seqlen_q, problem.seqlen_k, problem.nhead_q,
+                                            problem.nhead_k,  problem.batch,    multiprocessors};
     std::lock_guard lock(mutex_);
     auto it = tile_orders_.find(shape);
     if (it == tile_orders_.end()) {
@@ -242,7 +242,7 @@ class KernelRunner final : public FmhaRunner {
   // The causal forward's tile plans (fwd_tile_order) in device memory, one per problem shape
   // that has one; read-only once uploaded, so every stream shares them. Kept for the runner's
   // life: a table is rounds x SMs ints (16 KB at 2048 tiles on 132 SMs).
-  std::map<std::array<std::int64_t, 5>, std::unique_ptr<PlannedOrder>> tile_orders_;
+  std::map<std::array<std::int64_t, 6>, std::unique_ptr<PlannedOrder>> tile_orders_;
   // Causal shapes planned (with or without a table), at most: a server that sees every prompt
   // length would otherwise add a table per length without bound, and freeing one would need
   // every stream that may still read it to finish.

@@ -226,7 +226,14 @@ TEST_CASE("plan: causal forward tiles are dealt so that the CTAs finish together
     const std::int64_t m = 2048 / 128 - 1 - t / heads;
     return static_cast<double>((128 * (m + 1) + block_n - 1) / block_n) + 1.0;
   };
-  // Every tile exactly once; each CTA's list in list order, with its unused rounds last.
+  // K and V of one head: 2048 keys x (128 + 128) x 2 bytes = 1 MB; 12 heads to a section of
+  // 12 MB, so 128 heads take 11 sections. The last (8 heads) is too short for its heaviest
+  // tiles to end with the rest, so it is merged with the one before: 10 sections.
+  REQUIRE(dispatch::fwd_l2_section_kv_heads(p) == 12);
+  CHECK(plan.sections == 10);
+  auto section = [&](int t) { return std::min<std::int64_t>((t % heads) / 12, 9); };
+  // Every tile exactly once; each CTA's list in dealing order (section by section, heaviest
+  // m-block first in each), with its unused rounds last.
   std::vector<int> seen(2048, 0);
   double total = 0, most = 0;
   for (int cta = 0; cta < 132; ++cta) {
@@ -241,7 +248,10 @@ TEST_CASE("plan: causal forward tiles are dealt so that the CTAs finish together
       }
       CHECK_FALSE(ended);
       REQUIRE(t < 2048);
-      CHECK(t > previous);
+      if (previous >= 0) {
+        CHECK(section(t) >= section(previous));
+        if (section(t) == section(previous)) CHECK(t > previous);
+      }
       previous = t;
       ++seen[static_cast<std::size_t>(t)];
       mine += work(t);
@@ -251,8 +261,25 @@ TEST_CASE("plan: causal forward tiles are dealt so that the CTAs finish together
   }
   CHECK(std::count(seen.begin(), seen.end(), 1) == 2048);
   CHECK(most == Approx(plan.planned_makespan));
-  CHECK(most < 1.01 * total / 132);
+  CHECK(most < 1.02 * total / 132);
   CHECK(plan.static_makespan > 1.03 * total / 132);
+  // The tiles that start together share few heads: the first 132 tiles dealt (round 0) come
+  // from the first section's 12 heads, where the static order's first round spans all 128.
+  std::vector<int> round0_heads;
+  for (int cta = 0; cta < 132; ++cta)
+    round0_heads.push_back(plan.order[static_cast<std::size_t>(cta)] % heads);
+  std::sort(round0_heads.begin(), round0_heads.end());
+  round0_heads.erase(std::unique(round0_heads.begin(), round0_heads.end()), round0_heads.end());
+  CHECK(round0_heads.size() == 12);
+
+  // GQA: a section holds whole groups. 32 query heads on 8 K / V heads, hdim 128, S 8192: a
+  // K / V head is 4 MB, 3 to a section, i.e. 12 adjacent query heads.
+  FmhaProblem gqa = s8192_problem();
+  gqa.nhead_q = 32;
+  gqa.nhead_k = 8;
+  gqa.batch = 2;
+  CHECK(dispatch::fwd_l2_section_kv_heads(gqa) == 3);
+  CHECK(dispatch::fwd_tile_order(c, gqa, 132).sections == 6);
   // The same problem plans the same way (the order depends on the problem and the SM count).
   CHECK(dispatch::fwd_tile_order(c, p, 132).order == plan.order);
 
