@@ -280,6 +280,30 @@ TEST_CASE("plan: causal forward tiles are dealt so that the CTAs finish together
   gqa.batch = 2;
   CHECK(dispatch::fwd_l2_section_kv_heads(gqa) == 3);
   CHECK(dispatch::fwd_tile_order(c, gqa, 132).sections == 6);
+
+  // hdim 256 (128 x 80 tiles): a 2 MB head at S 2048, 6 to a section, 64 heads in 11 sections,
+  // the last two merged. At S 8192 a head (8 MB) is a section of 64 tiles, fewer than the SMs:
+  // the sections' tail (436 blocks against a mean of 414) is past 3 % of the plan over all heads
+  // (418), so that plan stays.
+  FmhaKernelConfig hd256;
+  hd256.family = Family::fwd;
+  hd256.dtype = DType::bf16;
+  hd256.hdim_q = hd256.hdim_v = 256;
+  hd256.arch = "sm_90";
+  hd256.mask = MaskKind::causal_top_left;
+  hd256 = canonicalize(hd256);
+  REQUIRE(hd256.block_n == 80);
+  FmhaProblem h256 = s8192_problem();
+  h256.hdim_q = h256.hdim_v = 256;
+  h256.nhead_q = h256.nhead_k = 8;
+  h256.batch = 8;
+  h256.seqlen_q = h256.seqlen_k = 2048;
+  CHECK(dispatch::fwd_tile_order(hd256, h256, 132).sections == 10);
+  h256.batch = 2;
+  h256.seqlen_q = h256.seqlen_k = 8192;
+  const auto long256 = dispatch::fwd_tile_order(hd256, h256, 132);
+  CHECK(long256.sections == 1);
+  CHECK(long256.planned_makespan == Approx(418));
   // The same problem plans the same way (the order depends on the problem and the SM count).
   CHECK(dispatch::fwd_tile_order(c, p, 132).order == plan.order);
 
