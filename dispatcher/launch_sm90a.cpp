@@ -98,6 +98,7 @@ void set_fwd_sm90a_work(FmhaFwdSm90Params& params, const FmhaKernelConfig& c,
   const FmhaFwdParams& fwd = params.fwd;
   params.num_m_blocks = (fwd.seqlen_q + c.block_m - 1) / c.block_m;
   params.num_tiles = params.num_m_blocks * fwd.nhead_q * fwd.batch;
+  params.causal_section_heads = fwd.nhead_q * fwd.batch;  // one section; see the runner
   if (split.tiles > 0) {
     auto* base = static_cast<unsigned char*>(split_workspace);
     params.split_counters = reinterpret_cast<int*>(base);

@@ -80,9 +80,16 @@ class KernelRunner final : public FmhaRunner {
       const FwdSplitTail split = fwd_split_tail(config(), problem, api.multiprocessor_count());
       void* scratch = split.tiles > 0 ? split_workspace(split.workspace_bytes, stream) : nullptr;
       FmhaFwdSm90Params hopper = make_fwd_sm90a_params(config(), params, api, split, scratch);
-      if (const PlannedOrder* order = tile_order(problem, api.multiprocessor_count())) {
+      bool planned = false;
+      if (const PlannedOrder* order = tile_order(problem, api.multiprocessor_count(), planned)) {
         hopper.tile_order = static_cast<const int*>(order->table.data());
         hopper.tile_order_rounds = order->rounds;
+      } else if (!planned && is_causal(config().mask)) {
+        // Past the plan cap: the static order, in L2 sections. Not measured in this order; the
+        // greedy plan with the same sections unmerged ran within 3.2 % of the shipped plan on
+        // session 20's causal rows, and 29 % above it where that merged 8 sections (BENCHMARKS.md).
+        hopper.causal_section_heads = static_cast<int>(fwd_l2_section_kv_heads(problem) *
+                                                       (problem.nhead_q / problem.nhead_k));
       }
       launch_all(problem, &hopper, stream, hook);
       return;
@@ -179,17 +186,20 @@ class KernelRunner final : public FmhaRunner {
   };
 
   // The plan of this problem's causal forward on `multiprocessors` SMs, uploaded on first use;
-  // null where the kernel's static order is kept. The plan depends on these six numbers only
-  // (the config fixes the mask, the tile and the head dimensions).
-  const PlannedOrder* tile_order(const FmhaProblem& problem, int multiprocessors) {
+  // null where the kernel's static order is kept. `planned`: whether the shape was planned (false
+  // past the cap). The plan depends on these six numbers only (the config fixes the mask, the
+  // tile and the head dimensions).
+  const PlannedOrder* tile_order(const FmhaProblem& problem, int multiprocessors, bool& planned) {
+    planned = false;
     if (!is_causal(config().mask)) return nullptr;
     const std::array<std::int64_t, 6> shape{problem.seqlen_q, problem.seqlen_k, problem.nhead_q,
                                             problem.nhead_k,  problem.batch,    multiprocessors};
     std::lock_guard lock(mutex_);
     auto it = tile_orders_.find(shape);
     if (it == tile_orders_.end()) {
-      // Past the cap a new shape runs in the static order (1-4 % slower on causal rows,
-      // BENCHMARKS.md) instead of holding one more table for the runner's life.
+      // Past the cap a new shape runs in the static order (in L2 sections, without the plan's
+      // balance: 1-4 % slower than a plan on causal rows, BENCHMARKS.md session 18) instead of
+      // holding one more table for the runner's life.
       if (tile_orders_.size() >= kMaxTileOrders) return nullptr;
       const FwdTileOrder plan = fwd_tile_order(config(), problem, multiprocessors);
       std::unique_ptr<PlannedOrder> uploaded;
@@ -201,6 +211,7 @@ class KernelRunner final : public FmhaRunner {
       }
       it = tile_orders_.emplace(shape, std::move(uploaded)).first;
     }
+    planned = true;
     return it->second.get();
   }
 

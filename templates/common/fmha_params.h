@@ -112,6 +112,12 @@ struct FmhaFwdSm90Params {
   // static order of fmha_fwd_sm90a_tile_index.
   const int* tile_order;
   int tile_order_rounds;
+  // Causal masks, static order (no tile_order): the list deals the (batch, head) pairs in
+  // sections of this many, each section heaviest m-block first (fmha_fwd_sm90a_tile). The host
+  // passes every pair (one section, the order the plans were measured against) unless it could
+  // not plan the shape (past the runner's plan cap): then the L2 section of
+  // dispatcher/plan.cpp, fwd_l2_section_kv_heads, so the CTAs running together share K and V.
+  int causal_section_heads;
 };
 
 // Backward on sm_90a (bwd/fmha_bwd_sm90a.h): every stage takes this struct (one launch argument

@@ -125,7 +125,7 @@ FMHA_DEVICE void fmha_fwd_sm90a_produce(const FmhaFwdSm90Params& P, unsigned sme
   FmhaFwdSm90aWork w;
   for (int iter = 0; fmha_fwd_sm90a_work<kMaskKind>(P, iter, w); ++iter) {
     int m_block, h, b;
-    fmha_fwd_sm90a_tile<kMaskKind>(w.tile, P.num_m_blocks, p.nhead_q, p.batch, m_block, h, b);
+    fmha_fwd_sm90a_tile<kMaskKind>(P, w.tile, m_block, h, b);
     const int hk = h / (p.nhead_q / p.nhead_k);
     const int m0 = m_block * Shape::kBlockM;
     const FmhaBlockKeys keys = fmha_fwd_sm90a_work_keys(
@@ -330,7 +330,7 @@ FMHA_DEVICE void fmha_fwd_sm90a_consume(const FmhaFwdSm90Params& P, unsigned sme
     FmhaFwdSm90aWork w;
     if (!fmha_fwd_sm90a_work<kMaskKind>(P, iter, w)) break;
     int m_block, h, b;
-    fmha_fwd_sm90a_tile<kMaskKind>(w.tile, P.num_m_blocks, p.nhead_q, p.batch, m_block, h, b);
+    fmha_fwd_sm90a_tile<kMaskKind>(P, w.tile, m_block, h, b);
     const int m0 = m_block * Shape::kBlockM;
     const FmhaBlockKeys keys =
         fmha_fwd_sm90a_work_keys(w, fmha_block_keys<kMaskKind, Shape::kBlockM, kBlockN>(m0, p));

@@ -18,18 +18,27 @@ struct FmhaFwdSm90aWork {
 };
 
 // Tile t of the persistent work list. Causal masks make higher m-blocks heavier (they see more
-// keys), so those run first across all heads and the light ones fill the tail; otherwise the
-// m-blocks of one head are adjacent, so concurrently running CTAs share its K and V in L2.
+// keys), so those run first, across the heads of a section (P.causal_section_heads (batch, head)
+// pairs; the last section may be short), and the light ones fill the section's tail; otherwise
+// the m-blocks of one head are adjacent, so concurrently running CTAs share its K and V in L2.
 template <int kMaskKind>
-FMHA_DEVICE void fmha_fwd_sm90a_tile(int t, int num_m_blocks, int nhead_q, int batch, int& m_block,
-                                     int& h, int& b) {
+FMHA_DEVICE void fmha_fwd_sm90a_tile(const FmhaFwdSm90Params& P, int t, int& m_block, int& h,
+                                     int& b) {
   const bool heavy_first =
       kMaskKind == FMHA_MASK_CAUSAL_TOP_LEFT || kMaskKind == FMHA_MASK_CAUSAL_BOTTOM_RIGHT;
+  const int num_m_blocks = P.num_m_blocks;
+  const int nhead_q = P.fwd.nhead_q;
   int bh;
   if (heavy_first) {
-    const int heads = nhead_q * batch;
-    m_block = num_m_blocks - 1 - t / heads;
-    bh = t % heads;
+    const int heads = nhead_q * P.fwd.batch;
+    const int per_section = P.causal_section_heads;
+    const int section = t / (num_m_blocks * per_section);
+    const int first = section * per_section;
+    const int size = heads - first < per_section ? heads - first : per_section;
+    const int in_section = t - first * num_m_blocks;
+    const int heavy = in_section / size;
+    m_block = num_m_blocks - 1 - heavy;
+    bh = first + (in_section - heavy * size);
   } else {
     m_block = t % num_m_blocks;
     bh = t / num_m_blocks;

@@ -216,11 +216,13 @@ TEST_CASE("gpu sm90a fwd: causal tiles in the host's planned order match the ref
 TEST_CASE("gpu sm90a fwd: causal shapes past the runner's plan cap run in the static order",
           "[gpu]") {
   // The runner keeps the plans of at most 128 causal shapes (dispatcher/runner.cpp,
-  // kMaxTileOrders); later shapes launch without a table. 140 distinct query lengths on one
-  // runner, then the reference checks a shape planned under the cap and one past it.
+  // kMaxTileOrders); later shapes launch without a table, in the static order's L2 sections.
+  // 140 distinct query lengths on one runner, then the reference checks a shape planned under
+  // the cap and one past it. 4 x 8 K / V heads of 2100 keys at hdim 64 (0.5 MB each) take two
+  // sections, the second one short.
   if (!test::on_hopper()) return;
   const int sms = gpu_multiprocessor_count();
-  AttentionCase a{DType::bf16, 64, 64, MaskKind::causal_top_left, 2, 32, 8, 0, 2100};
+  AttentionCase a{DType::bf16, 64, 64, MaskKind::causal_top_left, 4, 32, 8, 0, 2100};
   FmhaKernelConfig c;
   c.family = Family::fwd;
   c.dtype = a.dtype;
@@ -246,6 +248,7 @@ TEST_CASE("gpu sm90a fwd: causal shapes past the runner's plan cap run in the st
   test::check_forward(a, KernelImpl::wgmma_sm90a, 47003);
   a.seqlen_q = 2100;  // past it
   REQUIRE_FALSE(dispatch::fwd_tile_order(canonical, test::problem_of(a), sms).order.empty());
+  CHECK(dispatch::fwd_l2_section_kv_heads(test::problem_of(a)) < 4 * 8);
   test::check_forward(a, KernelImpl::wgmma_sm90a, 47004);
 }
 

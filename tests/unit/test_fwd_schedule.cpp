@@ -14,6 +14,7 @@
 #include <map>
 #include <set>
 #include <sstream>
+#include <string>
 #include <tuple>
 #include <type_traits>
 #include <vector>
@@ -43,8 +44,12 @@ struct Item {
 };
 
 template <int kMask, int kBlockM, int kBlockN>
-void check_launch(const FmhaKernelConfig& c, const Problem& prob, int sms, bool planned = false) {
+void check_launch(const FmhaKernelConfig& c, const Problem& prob, int sms, bool planned = false,
+                  int section_heads = 0) {
   INFO((planned ? "planned order, " : "")
+       << (section_heads > 0
+               ? "static order in sections of " + std::to_string(section_heads) + " heads, "
+               : "")
        << "hdim " << c.hdim_q << " tile " << kBlockM << " x " << kBlockN << " Sq " << prob.sq
        << " Sk " << prob.sk << " heads " << prob.hq << ":" << prob.hk << " batch " << prob.batch
        << " mask " << to_string(c.mask) << " on " << sms << " SMs");
@@ -60,6 +65,8 @@ void check_launch(const FmhaKernelConfig& c, const Problem& prob, int sms, bool 
   const FmhaFwdParams& f = P.fwd;
   const dispatch::FwdSplitTail split = dispatch::fwd_split_tail(c, fp, sms);
   dispatch::set_fwd_sm90a_work(P, c, split, test::placeholder_workspace());
+  CHECK(P.causal_section_heads == f.nhead_q * f.batch);
+  if (section_heads > 0) P.causal_section_heads = section_heads;
   const auto stages = dispatch::plan_stages(c, fp, sms);
   REQUIRE(stages.size() == 1);
   const unsigned grid = stages[0].grid.x;
@@ -82,21 +89,31 @@ void check_launch(const FmhaKernelConfig& c, const Problem& prob, int sms, bool 
     for (int iter = 0; fmha_fwd_sm90a_work<kMask>(P, iter, w); ++iter) {
       REQUIRE(iter < P.num_tiles + 2);
       int m_block, h, b;
-      fmha_fwd_sm90a_tile<kMask>(w.tile, P.num_m_blocks, f.nhead_q, f.batch, m_block, h, b);
+      fmha_fwd_sm90a_tile<kMask>(P, w.tile, m_block, h, b);
       const FmhaBlockKeys keys = fmha_fwd_sm90a_work_keys(
           w, fmha_block_keys<kMask, kBlockM, kBlockN>(m_block * kBlockM, f));
       items.push_back({static_cast<int>(cta), iter, w, keys});
     }
   }
 
-  // The list is a bijection onto the tiles.
+  // The list is a bijection onto the tiles; under a causal mask it runs section by section,
+  // heaviest m-block first within each.
   std::set<std::tuple<int, int, int>> tiles;
+  int previous_section = 0, previous_m = P.num_m_blocks;
   for (int t = 0; t < P.num_tiles; ++t) {
     int m_block, h, b;
-    fmha_fwd_sm90a_tile<kMask>(t, P.num_m_blocks, f.nhead_q, f.batch, m_block, h, b);
+    fmha_fwd_sm90a_tile<kMask>(P, t, m_block, h, b);
     CHECK((m_block >= 0 && m_block < P.num_m_blocks && h >= 0 && h < f.nhead_q && b >= 0 &&
            b < f.batch));
     tiles.insert({m_block, h, b});
+    if (kMask == FMHA_MASK_CAUSAL_TOP_LEFT || kMask == FMHA_MASK_CAUSAL_BOTTOM_RIGHT) {
+      const int section = (b * f.nhead_q + h) / P.causal_section_heads;
+      CHECK(section >= previous_section);
+      if (section > previous_section) previous_m = P.num_m_blocks;
+      CHECK(m_block <= previous_m);
+      previous_section = section;
+      previous_m = m_block;
+    }
   }
   CHECK(static_cast<int>(tiles.size()) == P.num_tiles);
 
@@ -112,7 +129,7 @@ void check_launch(const FmhaKernelConfig& c, const Problem& prob, int sms, bool 
   for (const auto& [tile, list] : by_tile) {
     INFO("tile " << tile);
     int m_block, h, b;
-    fmha_fwd_sm90a_tile<kMask>(tile, P.num_m_blocks, f.nhead_q, f.batch, m_block, h, b);
+    fmha_fwd_sm90a_tile<kMask>(P, tile, m_block, h, b);
     const FmhaBlockKeys own = fmha_block_keys<kMask, kBlockM, kBlockN>(m_block * kBlockM, f);
     if (tile < first_split) {
       REQUIRE(list.size() == 1);
@@ -215,13 +232,14 @@ FmhaKernelConfig short_causal_config(int hdim, MaskKind mask) {
 
 // The heuristic's tile of each head dim, and the short causal variant where it has one.
 template <int kMask>
-void check_hdims(MaskKind mask, const Problem& p, int sms, bool planned = false) {
-  check_launch<kMask, 192, 128>(fwd_config(64, mask), p, sms, planned);
-  check_launch<kMask, 128, 128>(fwd_config(128, mask), p, sms, planned);
-  check_launch<kMask, 128, 80>(fwd_config(192, mask), p, sms, planned);
-  check_launch<kMask, 128, 80>(fwd_config(256, mask), p, sms, planned);
-  check_launch<kMask, 128, 128>(short_causal_config(64, mask), p, sms, planned);
-  check_launch<kMask, 128, 64>(short_causal_config(256, mask), p, sms, planned);
+void check_hdims(MaskKind mask, const Problem& p, int sms, bool planned = false,
+                 int section_heads = 0) {
+  check_launch<kMask, 192, 128>(fwd_config(64, mask), p, sms, planned, section_heads);
+  check_launch<kMask, 128, 128>(fwd_config(128, mask), p, sms, planned, section_heads);
+  check_launch<kMask, 128, 80>(fwd_config(192, mask), p, sms, planned, section_heads);
+  check_launch<kMask, 128, 80>(fwd_config(256, mask), p, sms, planned, section_heads);
+  check_launch<kMask, 128, 128>(short_causal_config(64, mask), p, sms, planned, section_heads);
+  check_launch<kMask, 128, 64>(short_causal_config(256, mask), p, sms, planned, section_heads);
 }
 
 const std::vector<Problem> kProblems = {
@@ -240,6 +258,15 @@ TEST_CASE("fwd schedule: every tile runs once, whole or as segments covering its
       check_hdims<FMHA_MASK_CAUSAL_BOTTOM_RIGHT>(MaskKind::causal_bottom_right, p, sms);
       check_hdims<FMHA_MASK_CAUSAL_TOP_LEFT>(MaskKind::causal_top_left, p, sms, true);
       check_hdims<FMHA_MASK_CAUSAL_BOTTOM_RIGHT>(MaskKind::causal_bottom_right, p, sms, true);
+      // The static causal order in L2 sections (past the runner's plan cap): one (batch, head)
+      // pair a section, and 3, which leaves a short last section where the pairs are not a
+      // multiple of 3.
+      for (int section_heads : {1, 3}) {
+        check_hdims<FMHA_MASK_CAUSAL_TOP_LEFT>(MaskKind::causal_top_left, p, sms, false,
+                                               section_heads);
+        check_hdims<FMHA_MASK_CAUSAL_BOTTOM_RIGHT>(MaskKind::causal_bottom_right, p, sms, false,
+                                                   section_heads);
+      }
       check_hdims<FMHA_MASK_SLIDING_WINDOW>(MaskKind::sliding_window, p, sms);
     }
   }
