@@ -221,6 +221,10 @@ std::int64_t fwd_l2_section_kv_heads(const FmhaProblem& p) {
                                   std::max<std::int64_t>(kv_heads, 1));
 }
 
+int fwd_l2_section_heads(const FmhaProblem& p) {
+  return static_cast<int>(fwd_l2_section_kv_heads(p) * (p.nhead_q / p.nhead_k));
+}
+
 FwdTileOrder fwd_tile_order(const FmhaKernelConfig& c, const FmhaProblem& p, int multiprocessors) {
   FwdTileOrder plan;
   const bool causal = is_causal(c.mask);
@@ -275,10 +279,24 @@ FwdTileOrder fwd_tile_order(const FmhaKernelConfig& c, const FmhaProblem& p, int
   const std::int64_t kv_heads = static_cast<std::int64_t>(p.nhead_k) * p.batch;
   const std::int64_t section_kv = fwd_l2_section_kv_heads(p);
   const std::int64_t sections = (kv_heads + section_kv - 1) / section_kv;
+  // The tiles in dealing order, section by section, heaviest m-block first in each, the last
+  // `merged` sections as one. With merged = 1 this is also the kernel's static order in
+  // sections (fmha_fwd_sm90a_tile with causal_section_heads = section_kv x group).
+  auto in_sections = [&](std::int64_t merged, auto&& visit) {
+    const std::int64_t tail_kv = (sections - merged) * section_kv;
+    for (std::int64_t first_kv = 0; first_kv < kv_heads; first_kv += section_kv) {
+      const std::int64_t end_kv = first_kv == tail_kv ? kv_heads : first_kv + section_kv;
+      for (std::int64_t heavy = 0; heavy < num_m; ++heavy) {
+        for (std::int64_t bh = first_kv * group; bh < std::min(end_kv, kv_heads) * group; ++bh) {
+          visit(heavy * heads + bh);
+        }
+      }
+      if (end_kv == kv_heads) break;
+    }
+  };
   // Greedy, in dealing order: each tile to the CTA with the least work so far, the lowest index
   // among equals, so the plan depends on the problem and the SM count only. The CTA that finishes
-  // first takes the next tile, so the dealing order is also the order the tiles start in. The
-  // last `merged` sections are dealt as one.
+  // first takes the next tile, so the dealing order is also the order the tiles start in.
   using Lists = std::vector<std::vector<int>>;
   auto deal = [&](std::int64_t merged, Lists& lists) {
     lists.assign(static_cast<std::size_t>(grid), {});
@@ -286,22 +304,14 @@ FwdTileOrder fwd_tile_order(const FmhaKernelConfig& c, const FmhaProblem& p, int
     std::priority_queue<Slot, std::vector<Slot>, std::greater<Slot>> least;
     for (int cta = 0; cta < grid; ++cta) least.push({0.0, cta});
     double makespan = 0;
-    const std::int64_t tail_kv = (sections - merged) * section_kv;
-    for (std::int64_t first_kv = 0; first_kv < kv_heads; first_kv += section_kv) {
-      const std::int64_t end_kv = first_kv == tail_kv ? kv_heads : first_kv + section_kv;
-      for (std::int64_t heavy = 0; heavy < num_m; ++heavy) {
-        for (std::int64_t bh = first_kv * group; bh < std::min(end_kv, kv_heads) * group; ++bh) {
-          const std::int64_t t = heavy * heads + bh;
-          Slot s = least.top();
-          least.pop();
-          s.first += work(t);
-          lists[static_cast<std::size_t>(s.second)].push_back(static_cast<int>(t));
-          makespan = std::max(makespan, s.first);
-          least.push(s);
-        }
-      }
-      if (end_kv == kv_heads) break;
-    }
+    in_sections(merged, [&](std::int64_t t) {
+      Slot s = least.top();
+      least.pop();
+      s.first += work(t);
+      lists[static_cast<std::size_t>(s.second)].push_back(static_cast<int>(t));
+      makespan = std::max(makespan, s.first);
+      least.push(s);
+    });
     return makespan;
   };
   // A section's heaviest tiles start only once the sections before it are dealt: where the last
@@ -340,9 +350,30 @@ FwdTileOrder fwd_tile_order(const FmhaKernelConfig& c, const FmhaProblem& p, int
       lists.swap(one);
     }
   }
-  // Worth a table where the heads take more than one section, or where it moves the last CTA's
-  // finish by 1 % or more.
-  if (plan.sections == 1 && plan.planned_makespan > 0.99 * plan.static_makespan) return plan;
+  // Worth a table where it moves the last CTA's finish by 1 % or more against the kernel's static
+  // order in the same sections (one section: the order of fmha_fwd_sm90a_tile_index above). With
+  // several sections, a table of up to kMaxStaticTiles tiles is kept anyway: the grid's rows are
+  // measured with one, not with the static order in sections. Past that, tables grow to MBs (a
+  // runner keeps up to 128), and with hundreds of tiles per CTA the static order's snake
+  // balances the work within a tile or two.
+  constexpr std::int64_t kMaxStaticTiles = 1 << 16;  // a 256 KB table
+  if (plan.sections == 1) {
+    if (plan.planned_makespan > 0.99 * plan.static_makespan) return plan;
+  } else if (tiles > kMaxStaticTiles) {
+    std::vector<double> sectioned(static_cast<std::size_t>(grid), 0.0);
+    std::int64_t k = 0;
+    in_sections(1, [&](std::int64_t t) {
+      const std::int64_t r = k / grid;
+      const std::int64_t c_in = k % grid;
+      sectioned[static_cast<std::size_t>(r % 2 ? grid - 1 - c_in : c_in)] += work(t);
+      ++k;
+    });
+    const double sectioned_makespan = *std::max_element(sectioned.begin(), sectioned.end());
+    if (plan.planned_makespan > 0.99 * sectioned_makespan) {
+      plan.static_section_heads = fwd_l2_section_heads(p);
+      return plan;
+    }
+  }
   std::size_t rounds = 0;
   for (const auto& l : lists) rounds = std::max(rounds, l.size());
   plan.grid = grid;

@@ -71,10 +71,15 @@ struct FwdTileOrder {
   double static_makespan = 0;   // the most modelled work on one CTA, static order
   double planned_makespan = 0;  // the same, greedy plan
   int sections = 0;             // head sections dealt one after another (L2 locality)
+  // Where `order` is empty: the (batch, head) pairs of a section of the kernel's static order
+  // (FmhaFwdSm90Params::causal_section_heads), 0 for all of them (one section).
+  int static_section_heads = 0;
 };
 // How many K / V heads (over the batch) one section of the causal forward's plan holds: as many
 // as fit its share of L2, at least one.
 std::int64_t fwd_l2_section_kv_heads(const FmhaProblem& problem);
+// The (batch, head) pairs of one L2 section: fwd_l2_section_kv_heads whole GQA groups.
+int fwd_l2_section_heads(const FmhaProblem& problem);
 FwdTileOrder fwd_tile_order(const FmhaKernelConfig& canonical, const FmhaProblem& problem,
                             int multiprocessors);
 

@@ -80,17 +80,10 @@ class KernelRunner final : public FmhaRunner {
       const FwdSplitTail split = fwd_split_tail(config(), problem, api.multiprocessor_count());
       void* scratch = split.tiles > 0 ? split_workspace(split.workspace_bytes, stream) : nullptr;
       FmhaFwdSm90Params hopper = make_fwd_sm90a_params(config(), params, api, split, scratch);
-      bool planned = false;
-      if (const PlannedOrder* order = tile_order(problem, api.multiprocessor_count(), planned)) {
-        hopper.tile_order = static_cast<const int*>(order->table.data());
-        hopper.tile_order_rounds = order->rounds;
-      } else if (!planned && is_causal(config().mask)) {
-        // Past the plan cap: the static order, in L2 sections. Not measured in this order; the
-        // greedy plan with the same sections unmerged ran within 3.2 % of the shipped plan on
-        // session 20's causal rows, and 29 % above it where that merged 8 sections (BENCHMARKS.md).
-        hopper.causal_section_heads = static_cast<int>(fwd_l2_section_kv_heads(problem) *
-                                                       (problem.nhead_q / problem.nhead_k));
-      }
+      const TileOrder order = tile_order(problem, api.multiprocessor_count());
+      hopper.tile_order = order.table;
+      hopper.tile_order_rounds = order.rounds;
+      if (order.section_heads > 0) hopper.causal_section_heads = order.section_heads;
       launch_all(problem, &hopper, stream, hook);
       return;
     }
@@ -181,38 +174,45 @@ class KernelRunner final : public FmhaRunner {
   }
 
   struct PlannedOrder {
-    DeviceBuffer table;
+    DeviceBuffer table;  // empty: the kernel's static order
     int rounds = 0;
+    int section_heads = 0;  // the static order's sections (FwdTileOrder::static_section_heads)
+  };
+  // How a launch's CTAs find their tiles: `table` (device memory, `rounds` x SMs), or, where it
+  // is null, the kernel's static order in sections of `section_heads` (batch, head) pairs (0:
+  // the kernel parameters' default, one section).
+  struct TileOrder {
+    const int* table = nullptr;
+    int rounds = 0;
+    int section_heads = 0;
   };
 
-  // The plan of this problem's causal forward on `multiprocessors` SMs, uploaded on first use;
-  // null where the kernel's static order is kept. `planned`: whether the shape was planned (false
-  // past the cap). The plan depends on these six numbers only (the config fixes the mask, the
-  // tile and the head dimensions).
-  const PlannedOrder* tile_order(const FmhaProblem& problem, int multiprocessors, bool& planned) {
-    planned = false;
-    if (!is_causal(config().mask)) return nullptr;
+  // The plan of this problem's causal forward on `multiprocessors` SMs, uploaded on first use.
+  // The plan depends on these six numbers only (the config fixes the mask, the tile and the head
+  // dimensions).
+  TileOrder tile_order(const FmhaProblem& problem, int multiprocessors) {
+    if (!is_causal(config().mask)) return {};
     const std::array<std::int64_t, 6> shape{problem.seqlen_q, problem.seqlen_k, problem.nhead_q,
                                             problem.nhead_k,  problem.batch,    multiprocessors};
     std::lock_guard lock(mutex_);
     auto it = tile_orders_.find(shape);
     if (it == tile_orders_.end()) {
-      // Past the cap a new shape runs in the static order (in L2 sections, without the plan's
-      // balance: 1-4 % slower than a plan on causal rows, BENCHMARKS.md session 18) instead of
-      // holding one more table for the runner's life.
-      if (tile_orders_.size() >= kMaxTileOrders) return nullptr;
+      // Past the cap a new shape runs in the static order in L2 sections, without the plan's
+      // balance (1-4 % slower than a plan on causal rows, BENCHMARKS.md session 18; not
+      // measured in sections), instead of holding one more plan for the runner's life.
+      if (tile_orders_.size() >= kMaxTileOrders) return {nullptr, 0, fwd_l2_section_heads(problem)};
       const FwdTileOrder plan = fwd_tile_order(config(), problem, multiprocessors);
-      std::unique_ptr<PlannedOrder> uploaded;
+      auto planned = std::make_unique<PlannedOrder>();
       if (!plan.order.empty()) {
-        uploaded = std::make_unique<PlannedOrder>();
-        uploaded->table = DeviceBuffer(plan.order.size() * sizeof(int));
-        uploaded->table.upload(plan.order.data(), plan.order.size() * sizeof(int));
-        uploaded->rounds = plan.rounds;
+        planned->table = DeviceBuffer(plan.order.size() * sizeof(int));
+        planned->table.upload(plan.order.data(), plan.order.size() * sizeof(int));
+        planned->rounds = plan.rounds;
       }
-      it = tile_orders_.emplace(shape, std::move(uploaded)).first;
+      planned->section_heads = plan.static_section_heads;
+      it = tile_orders_.emplace(shape, std::move(planned)).first;
     }
-    planned = true;
-    return it->second.get();
+    const PlannedOrder& p = *it->second;
+    return {static_cast<const int*>(p.table.data()), p.rounds, p.section_heads};
   }
 
   // Grow-only scratch owned by the runner; growing waits for the stream so the old buffer is idle.
@@ -250,9 +250,10 @@ class KernelRunner final : public FmhaRunner {
   std::shared_ptr<const LoadedModule> module_;
   DeviceBuffer workspace_;
   std::unordered_map<void*, DeviceBuffer> split_workspaces_;
-  // The causal forward's tile plans (fwd_tile_order) in device memory, one per problem shape
-  // that has one; read-only once uploaded, so every stream shares them. Kept for the runner's
-  // life: a table is rounds x SMs ints (16 KB at 2048 tiles on 132 SMs).
+  // The causal forward's tile plans (fwd_tile_order), one per problem shape, tables in device
+  // memory; read-only once uploaded, so every stream shares them. Kept for the runner's life: a
+  // table is rounds x SMs ints (16 KB at 2048 tiles on 132 SMs; past 65536 tiles one is made
+  // only where it beats the static order by 1 %).
   std::map<std::array<std::int64_t, 6>, std::unique_ptr<PlannedOrder>> tile_orders_;
   // Causal shapes planned (with or without a table), at most: a server that sees every prompt
   // length would otherwise add a table per length without bound, and freeing one would need

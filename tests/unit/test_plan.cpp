@@ -281,6 +281,21 @@ TEST_CASE("plan: causal forward tiles are dealt so that the CTAs finish together
   CHECK(dispatch::fwd_l2_section_kv_heads(gqa) == 3);
   CHECK(dispatch::fwd_tile_order(c, gqa, 132).sections == 6);
 
+  // Past 65536 tiles a table is made only where it beats the kernel's static order in the same
+  // sections by 1 %: 64 x 32 heads at S 8192 (131072 tiles, about 990 per CTA) run that order,
+  // in sections of 3 heads (4 MB each).
+  FmhaProblem big = s8192_problem();
+  big.batch = 64;
+  big.nhead_q = big.nhead_k = 32;
+  const auto big_plan = dispatch::fwd_tile_order(c, big, 132);
+  CHECK(big_plan.order.empty());
+  CHECK(big_plan.sections > 1);
+  CHECK(big_plan.static_section_heads == 3);
+  CHECK(dispatch::fwd_l2_section_heads(big) == 3);
+  CHECK(dispatch::fwd_l2_section_heads(gqa) == 12);
+  // Under it, and with one section, the order keeps its default (0: every pair).
+  CHECK(plan.static_section_heads == 0);
+
   // hdim 256 (128 x 80 tiles): a 2 MB head at S 2048, 6 to a section, 64 heads in 11 sections,
   // the last two merged. At S 8192 a head (8 MB) is a section of 64 tiles, fewer than the SMs:
   // the sections' tail (436 blocks against a mean of 414) is past 3 % of the plan over all heads
