@@ -258,15 +258,6 @@ FwdTileOrder fwd_tile_order(const FmhaKernelConfig& c, const FmhaProblem& p, int
   auto work = [&](std::int64_t t) {
     return m_work[static_cast<std::size_t>(num_m - 1 - t / heads)];
   };
-  // The static order: round r deals tiles r x grid .. to the CTAs, backwards in odd rounds
-  // (fmha_fwd_sm90a_tile_index).
-  std::vector<double> load(static_cast<std::size_t>(grid), 0.0);
-  for (std::int64_t t = 0; t < tiles; ++t) {
-    const std::int64_t r = t / grid;
-    const std::int64_t c_in = t % grid;
-    load[static_cast<std::size_t>(r % 2 ? grid - 1 - c_in : c_in)] += work(t);
-  }
-  plan.static_makespan = *std::max_element(load.begin(), load.end());
   // The list runs one m-block across all heads at a time, so the CTAs running together read as
   // many heads' K and V as there are CTAs: at hdim 128 a 128-row tile does 128 FLOP per byte of
   // K / V, against the 200+ a Hopper part's DRAM needs to keep the tensor cores busy, so those
@@ -294,6 +285,21 @@ FwdTileOrder fwd_tile_order(const FmhaKernelConfig& c, const FmhaProblem& p, int
       if (end_kv == kv_heads) break;
     }
   };
+  // The kernel's static order over the list in_sections(merged) visits: round r deals list
+  // positions r x grid .. to the CTAs, backwards in odd rounds (fmha_fwd_sm90a_tile_index).
+  auto static_makespan = [&](std::int64_t merged) {
+    std::vector<double> load(static_cast<std::size_t>(grid), 0.0);
+    std::int64_t k = 0;
+    in_sections(merged, [&](std::int64_t t) {
+      const std::int64_t r = k / grid;
+      const std::int64_t c_in = k % grid;
+      load[static_cast<std::size_t>(r % 2 ? grid - 1 - c_in : c_in)] += work(t);
+      ++k;
+    });
+    return *std::max_element(load.begin(), load.end());
+  };
+  // All sections merged: the list of one section, tiles 0, 1, ... in order.
+  plan.static_makespan = static_makespan(sections);
   // Greedy, in dealing order: each tile to the CTA with the least work so far, the lowest index
   // among equals, so the plan depends on the problem and the SM count only. The CTA that finishes
   // first takes the next tile, so the dealing order is also the order the tiles start in.
@@ -360,16 +366,7 @@ FwdTileOrder fwd_tile_order(const FmhaKernelConfig& c, const FmhaProblem& p, int
   if (plan.sections == 1) {
     if (plan.planned_makespan > 0.99 * plan.static_makespan) return plan;
   } else if (tiles > kMaxStaticTiles) {
-    std::vector<double> sectioned(static_cast<std::size_t>(grid), 0.0);
-    std::int64_t k = 0;
-    in_sections(1, [&](std::int64_t t) {
-      const std::int64_t r = k / grid;
-      const std::int64_t c_in = k % grid;
-      sectioned[static_cast<std::size_t>(r % 2 ? grid - 1 - c_in : c_in)] += work(t);
-      ++k;
-    });
-    const double sectioned_makespan = *std::max_element(sectioned.begin(), sectioned.end());
-    if (plan.planned_makespan > 0.99 * sectioned_makespan) {
+    if (plan.planned_makespan > 0.99 * static_makespan(1)) {
       plan.static_section_heads = fwd_l2_section_heads(p);
       return plan;
     }
