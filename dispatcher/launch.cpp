@@ -68,17 +68,22 @@ void check_problem(const FmhaKernelConfig& c, const FmhaProblem& p) {
     bad_problem("hdim_v", std::to_string(p.hdim_v),
                 std::to_string(c.hdim_v) + " (the kernel's hdim_v)");
   }
-  // The deterministic Hopper backward launches its key tiles x kv heads x batch CTAs in one grid
-  // dimension (plan_stages), and its semaphores count key tiles in 16-bit fields.
-  if (c.family == Family::bwd && c.deterministic && c.impl == KernelImpl::wgmma_sm90a) {
+  // The deterministic Hopper backward, and the atomic one under causal masks, launch their key
+  // tiles x kv heads x batch CTAs in one grid dimension (plan_stages); the deterministic one's
+  // semaphores count key tiles in 16-bit fields.
+  const bool one_dim = c.deterministic || is_causal(c.mask);
+  if (c.family == Family::bwd && one_dim && c.impl == KernelImpl::wgmma_sm90a) {
     const std::int64_t tiles = key_tiles(c, p);
     const std::int64_t max_ctas = std::numeric_limits<int>::max();
     if (tiles * p.nhead_k * p.batch > max_ctas) {
       bad_problem("seqlen_k", std::to_string(p.seqlen_k),
                   "a value for which ceil(seqlen_k / " + std::to_string(c.block_n) +
-                      ") x nhead_k x batch <= " + std::to_string(max_ctas) +
-                      " (the deterministic backward's CTAs)");
+                      ") x nhead_k x batch <= " + std::to_string(max_ctas) + " (the " +
+                      (c.deterministic ? "deterministic" : "causal") + " backward's CTAs)");
     }
+  }
+  if (c.family == Family::bwd && c.deterministic && c.impl == KernelImpl::wgmma_sm90a) {
+    const std::int64_t tiles = key_tiles(c, p);
     constexpr std::int64_t kMaxKeyTiles = 65535;
     if (tiles > kMaxKeyTiles) {
       bad_problem("seqlen_k", std::to_string(p.seqlen_k),
@@ -162,6 +167,7 @@ FmhaBwdParams make_bwd_params(const FmhaKernelConfig& c, const FmhaProblem& p, c
   // split_parts = 0 until the runner sets the device's choice (bwd_split_tail).
   params.det_group_heads = 1;  // the runner sets the device's choice (det_group_heads)
   params.det_asc_pairs = det_asc_pairs(c, p);
+  params.causal_section_pairs = 1;  // the runner sets the planned sections (bwd_causal_sections)
   return params;
 }
 

@@ -57,13 +57,14 @@ std::vector<StageLaunch> plan_stages(const FmhaKernelConfig& c, const FmhaProble
     // dq_dk_dv (one block per block_n keys of a kv head); num_warps warps in every stage.
     const device::Dim3 per_query_tile{u32((p.seqlen_q + c.block_m - 1) / c.block_m), u32(p.nhead_q),
                                       u32(p.batch)};
-    // The deterministic Hopper kernels order their CTAs themselves, in one dimension (templates/
-    // bwd/fmha_bwd_sm90a_schedule.h, fmha_bwd_key_tile_cta); check_problem bounds their count.
+    // The deterministic Hopper kernels, and the atomic ones under causal masks, order their CTAs
+    // themselves, in one dimension (templates/bwd/fmha_bwd_sm90a_schedule.h,
+    // fmha_bwd_key_tile_cta); check_problem bounds their count.
     // So do the split tails of the atomic ones (bwd_split_tail): whole key tiles, then parts.
     const std::int64_t tiles = key_tiles(c, p);
     const BwdSplitTail split = bwd_split_tail(c, p, multiprocessors);
     device::Dim3 per_key_tile{u32(tiles), u32(p.nhead_k), u32(p.batch)};
-    if (c.deterministic && c.impl == KernelImpl::wgmma_sm90a) {
+    if (c.impl == KernelImpl::wgmma_sm90a && (c.deterministic || is_causal(c.mask))) {
       per_key_tile = {u32(tiles * p.nhead_k * p.batch), 1, 1};
     } else if (split.tiles > 0) {
       per_key_tile = {u32(split.first + static_cast<std::int64_t>(split.tiles) * split.parts), 1,

@@ -42,6 +42,24 @@ int det_group_heads(const FmhaKernelConfig& canonical, const FmhaProblem& proble
 // key-tile chains in increasing order (FmhaBwdParams::det_asc_pairs, same place for why).
 int det_asc_pairs(const FmhaKernelConfig& canonical, const FmhaProblem& problem);
 
+// Query tiles of block_m rows that see each key tile of block_n keys under the config's mask:
+// the backward's work per key tile and query head.
+std::vector<std::int64_t> bwd_key_tile_query_tiles(const FmhaKernelConfig& canonical,
+                                                   const FmhaProblem& problem);
+// Atomic wgmma_sm90a backward under a causal mask: how many (kv head, batch) pairs share one
+// section of the launch order (FmhaBwdParams::causal_section_pairs; why in templates/bwd/
+// fmha_bwd_sm90a_schedule.h, fmha_bwd_key_tile_cta), from a model of the SMs' finish times in
+// query-tile iterations. section_pairs = 1 (one pair after another) where it does not apply, or
+// past kBwdMaxModelledCtas CTAs, where a launch is tens of waves and its tail a small share.
+struct BwdCausalSections {
+  int section_pairs = 1;
+  double makespan = 0;           // modelled, in iterations; 0 where not modelled
+  double one_pair_makespan = 0;  // the same for one pair per section
+};
+constexpr std::int64_t kBwdMaxModelledCtas = 1 << 16;
+BwdCausalSections bwd_causal_sections(const FmhaKernelConfig& canonical,
+                                      const FmhaProblem& problem, int multiprocessors);
+
 // wgmma_sm90a forward without a mask: whether the persistent CTAs split the last round's tiles by
 // keys (FmhaFwdSm90Params::split_*, templates/fwd/fmha_fwd_sm90a_split.h), and the scratch that
 // needs: the split tiles' arrival counters (which must be zero before the first launch; each

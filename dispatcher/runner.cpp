@@ -113,6 +113,7 @@ class KernelRunner final : public FmhaRunner {
     FmhaBwdParams params = make_bwd_params(config(), problem, tensors, workspace);
     device::DeviceApi& api = device::require_device("run_bwd");
     set_bwd_device_choices(params, config(), problem, api.multiprocessor_count());
+    params.causal_section_pairs = causal_section_pairs(problem, api.multiprocessor_count());
     if (config().impl == KernelImpl::wgmma_sm90a) {
       FmhaBwdSm90Params hopper = make_bwd_sm90a_params(config(), params, api);
       launch_all(problem, &hopper, stream, hook);
@@ -215,6 +216,23 @@ class KernelRunner final : public FmhaRunner {
     return {static_cast<const int*>(p.table.data()), p.rounds, p.section_heads};
   }
 
+  // The atomic causal backward's sections on `multiprocessors` SMs (bwd_causal_sections), modelled
+  // once per problem shape: a model of up to kBwdMaxModelledCtas CTAs costs milliseconds, a
+  // launch's worth at S 2048. Past kMaxTileOrders shapes a new one runs one pair per section.
+  int causal_section_pairs(const FmhaProblem& problem, int multiprocessors) {
+    if (config().deterministic || !is_causal(config().mask)) return 1;
+    const std::array<std::int64_t, 6> shape{problem.seqlen_q, problem.seqlen_k, problem.nhead_q,
+                                            problem.nhead_k,  problem.batch,    multiprocessors};
+    std::lock_guard lock(mutex_);
+    auto it = causal_sections_.find(shape);
+    if (it == causal_sections_.end()) {
+      if (causal_sections_.size() >= kMaxTileOrders) return 1;
+      const int pairs = bwd_causal_sections(config(), problem, multiprocessors).section_pairs;
+      it = causal_sections_.emplace(shape, pairs).first;
+    }
+    return it->second;
+  }
+
   // Grow-only scratch owned by the runner; growing waits for the stream so the old buffer is idle.
   void* owned_workspace(std::size_t bytes, void* stream) {
     std::lock_guard lock(mutex_);
@@ -255,7 +273,8 @@ class KernelRunner final : public FmhaRunner {
   // table is rounds x SMs ints (16 KB at 2048 tiles on 132 SMs; past 65536 tiles one is made
   // only where it beats the static order by 1 %).
   std::map<std::array<std::int64_t, 6>, std::unique_ptr<PlannedOrder>> tile_orders_;
-  // Causal shapes planned (with or without a table), at most: a server that sees every prompt
+  std::map<std::array<std::int64_t, 6>, int> causal_sections_;  // causal_section_pairs
+  // Causal shapes planned (with or without a table), at most, for each of the two maps: a server that sees every prompt
   // length would otherwise add a table per length without bound, and freeing one would need
   // every stream that may still read it to finish.
   static constexpr std::size_t kMaxTileOrders = 128;

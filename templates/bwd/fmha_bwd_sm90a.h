@@ -6,8 +6,9 @@
 //
 // Launch geometry of stage 2 (the dispatcher relies on exactly this):
 //   grid  = (ceil(Sk / 128), Hk, B): one CTA per 128 keys of a kv head; in the deterministic
-//           mode 1-D, ceil(Sk / 128) x Hk x B CTAs in the order of fmha_bwd_key_tile_cta (key
-//           tiles in reverse, as in the sm_80 kernel whose protocol this one keeps)
+//           mode and under causal masks 1-D, ceil(Sk / 128) x Hk x B CTAs in the order of
+//           fmha_bwd_key_tile_cta (deterministic: key tiles in reverse, as in the sm_80 kernel
+//           whose protocol this one keeps)
 //   block = 384 threads: warpgroup 0 holds the producer (warp 0: every TMA load, plus LSE and D
 //           into shared memory) and the dQ writer (warp 1: the reduce-adds and, when
 //           deterministic, the semaphores); warpgroups 1 and 2 compute, 64 keys each

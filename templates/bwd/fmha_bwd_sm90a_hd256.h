@@ -17,7 +17,7 @@
 //
 // Launch geometry (the dispatcher relies on exactly this):
 //   grid  = (ceil(Sk / 64), Hk, B): one CTA per 64 keys of a kv head (1-D in the order of
-//           fmha_bwd_key_tile_cta when deterministic)
+//           fmha_bwd_key_tile_cta when deterministic or under a causal mask)
 //   block = 384 threads: warp 0 produces (TMA, LSE, D), warps 1 and 2 write dQ (one round each),
 //           warpgroups 1 and 2 compute
 //   dynamic shared memory = FmhaBwdSm90aHd256Shape::kSmemBytes, ~226 KB either way: one Q stage

@@ -14,7 +14,8 @@
 // (num_n, Hk, B) with n_block = num_n - 1 - blockIdx.x when deterministic: its hdim 128 tile has
 // no registers left for the computed indices below, which spilled 16 bytes there, while block
 // indices cost none.)
-//   atomic mode:        grid (num_n, Hk, B), n_block = blockIdx.x
+//   atomic mode:        grid (num_n, Hk, B), n_block = blockIdx.x; under a causal mask 1-D, in
+//                       sections of causal_section_pairs pairs (below)
 //   deterministic mode: grid (num_n x Hk x B), 1-D, in groups of det_group_heads (kv head, batch)
 //                       pairs (the last group may be smaller); inside a group the chain position
 //                       k = num_n - 1 - n_block is the slow index and the pair the fast one.
@@ -42,6 +43,14 @@
 // lower k), which is what the no-deadlock argument of fmha_bwd_sm80.h needs. Which pairs ascend
 // depends on the problem only, so the order of every addition, and dQ bit for bit, does not depend
 // on the GPU's SM count.
+// Atomic mode under a causal mask: a 1-D grid in sections of causal_section_pairs pairs, grouped
+// as above with n_block = k, so each section runs its key tiles largest first, all of its pairs
+// at each key tile. In the 3-D grid's order (one section per pair) each pair's largest key tile
+// starts only after every earlier pair's tiles: the last pair's tile 0, a quarter of an SM's
+// work at GQA 32:8 S 8192 (2 x 8 pairs of 64 key tiles on 132 SMs), then ends ~11 % after the
+// rest (the host's model, dispatcher/plan_bwd_sections.cpp, which picks the section size). A
+// section spans as few pairs as balance the launch, so that the resident CTAs still share their
+// heads' Q, dO and dQ sums in L2.
 // Atomic mode with a split tail (p.split_parts > 0): a 1-D grid. The key tiles run in the 3-D
 // grid's order (key tile fastest, then kv head, then batch), whole up to linear index
 // split_first; each later key tile runs as split_parts CTAs, part q taking iterations
@@ -57,24 +66,40 @@ struct FmhaBwdKeyTileCta {
   int split_tile;  // the key tile's index among the split ones (part >= 0)
 };
 
-template <bool kDeterministic, int kBlockN, bool kSplit>
+// Linear index -> (pair, chain position) in a launch of groups of `per_group` (kv head, batch)
+// pairs, num_n CTAs each (the last group may be smaller): inside a group the chain position is
+// the slow index and the pair the fast one.
+struct FmhaBwdGroupedCta {
+  int pair, k;
+};
+
+FMHA_DEVICE FmhaBwdGroupedCta fmha_bwd_grouped_cta(int linear, int num_n, int pairs,
+                                                   int per_group) {
+  const int group = linear / (per_group * num_n);
+  const int in_group = linear - group * per_group * num_n;
+  const int group_pairs = min(per_group, pairs - group * per_group);
+  FmhaBwdGroupedCta g;
+  g.pair = group * per_group + in_group % group_pairs;
+  g.k = in_group / group_pairs;
+  return g;
+}
+
+// kSections: the atomic mode under a causal mask, a 1-D grid in sections of causal_section_pairs
+// pairs, key tile by key tile, the largest first (n_block = k).
+template <bool kDeterministic, int kBlockN, bool kSplit, bool kSections>
 FMHA_DEVICE FmhaBwdKeyTileCta fmha_bwd_key_tile_cta(const FmhaBwdParams& p) {
   const FmhaFwdParams& f = p.fwd;
   FmhaBwdKeyTileCta c;
-  if (kDeterministic) {
+  if (kDeterministic || kSections) {
     const int num_n = (f.seqlen_k + kBlockN - 1) / kBlockN;
     const int pairs = f.nhead_k * f.batch;
-    const int per_group = p.det_group_heads;
-    const int linear = fmha_block_idx_x();
-    const int group = linear / (per_group * num_n);
-    const int in_group = linear - group * per_group * num_n;
-    const int group_pairs = min(per_group, pairs - group * per_group);
-    const int pair = group * per_group + in_group % group_pairs;
-    const int k = in_group / group_pairs;
-    c.ascending = pair >= pairs - p.det_asc_pairs;
-    c.n_block = c.ascending ? k : num_n - 1 - k;
-    c.hk = pair % f.nhead_k;
-    c.b = pair / f.nhead_k;
+    const FmhaBwdGroupedCta g =
+        fmha_bwd_grouped_cta(fmha_block_idx_x(), num_n, pairs,
+                             kDeterministic ? p.det_group_heads : p.causal_section_pairs);
+    c.ascending = kDeterministic && g.pair >= pairs - p.det_asc_pairs;
+    c.n_block = kDeterministic && !c.ascending ? num_n - 1 - g.k : g.k;
+    c.hk = g.pair % f.nhead_k;
+    c.b = g.pair / f.nhead_k;
     c.part = -1;
     c.split_tile = 0;
   } else if (kSplit && p.split_parts > 0) {
@@ -140,7 +165,10 @@ FMHA_DEVICE FmhaBwdSm90aWork fmha_bwd_sm90a_work(const FmhaBwdParams& p) {
   // Only the hdim 64 / 128 kernel without a mask splits (the host keeps split_parts = 0
   // otherwise); every other kernel compiles without it.
   constexpr bool kSplit = Shape::kSplitTail && !kDeterministic && kMaskKind == FMHA_MASK_NONE;
-  const FmhaBwdKeyTileCta cta = fmha_bwd_key_tile_cta<kDeterministic, Shape::kBlockN, kSplit>(p);
+  constexpr bool kSections = !kDeterministic && (kMaskKind == FMHA_MASK_CAUSAL_TOP_LEFT ||
+                                                 kMaskKind == FMHA_MASK_CAUSAL_BOTTOM_RIGHT);
+  const FmhaBwdKeyTileCta cta =
+      fmha_bwd_key_tile_cta<kDeterministic, Shape::kBlockN, kSplit, kSections>(p);
   w.n_block = cta.n_block;
   w.hk = cta.hk;
   w.b = cta.b;

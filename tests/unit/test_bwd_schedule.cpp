@@ -12,6 +12,7 @@
 // A GPU run of the same code cannot show a deadlock it does not hit, nor a wasted visit.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <map>
 #include <set>
 #include <sstream>
@@ -70,9 +71,11 @@ struct Cta {
   std::vector<std::tuple<int, int, int>> visits;  // (query head, query tile, turn)
 };
 
+// section_pairs > 0 replaces the runner's causal_section_pairs (its model's choice, which the
+// small problems here leave at 1).
 template <class Shape, int kMask, bool kDet>
-void check_launch(const Problem& prob, int sms) {
-  INFO(describe(prob, kDet, sms));
+void check_launch(const Problem& prob, int sms, int section_pairs = 0) {
+  INFO(describe(prob, kDet, sms) << ", sections of " << section_pairs << " pairs");
   FmhaKernelConfig c;
   c.family = Family::bwd;
   c.arch = "sm_90";
@@ -90,6 +93,7 @@ void check_launch(const Problem& prob, int sms) {
                                                    test::placeholder_workspace());
   const FmhaFwdParams& f = params.fwd;
   dispatch::set_bwd_device_choices(params, c, fp, sms);
+  if (section_pairs > 0) params.causal_section_pairs = section_pairs;
 
   // The grid as the plan launches it.
   const auto stages = dispatch::plan_stages(c, fp, sms);
@@ -142,6 +146,33 @@ void check_launch(const Problem& prob, int sms) {
         CHECK(((whole[tile] == 1 && parts[tile] == 0) ||
                (whole[tile] == 0 && parts[tile] == params.split_parts && params.split_parts > 0)));
       }
+    }
+  }
+  const bool sectioned = !kDet && (kMask == FMHA_MASK_CAUSAL_TOP_LEFT ||
+                                    kMask == FMHA_MASK_CAUSAL_BOTTOM_RIGHT);
+  if (sectioned) {
+    // Sections: consecutive runs of linear indices holding all key tiles of
+    // causal_section_pairs pairs (fewer in the last), in increasing key tiles, and the pairs in
+    // order from one section to the next.
+    REQUIRE(launch.grid.y == 1);
+    const int pairs = prob.hk * prob.batch;
+    const int per = params.causal_section_pairs;
+    for (int first = 0; first < pairs; first += per) {
+      const int in_section = std::min(per, pairs - first);
+      std::map<int, int> seen;  // pair -> key tiles
+      int previous_n = 0;
+      for (int l = first * num_n; l < (first + in_section) * num_n; ++l) {
+        const FmhaBwdSm90aWork& w = ctas[static_cast<std::size_t>(l)].w;
+        const int pair = w.b * prob.hk + w.hk;
+        INFO("linear index " << l);
+        CHECK(pair >= first);
+        CHECK(pair < first + in_section);
+        CHECK(w.n_block >= previous_n);
+        previous_n = w.n_block;
+        ++seen[pair];
+      }
+      CHECK(static_cast<int>(seen.size()) == in_section);
+      for (const auto& [pair, n] : seen) CHECK(n == num_n);
     }
   }
   if (!kDet) return;
@@ -251,6 +282,25 @@ TEST_CASE("bwd schedule: the deterministic turns order each tile's adds and neve
           "[schedule]") {
   for (int sms : {132, 7, 1}) {
     for (const Problem& p : kProblems) check_hdims<true>(p, sms);
+  }
+}
+
+TEST_CASE("bwd schedule: the atomic causal sections cover every key tile once, largest first",
+          "[schedule]") {
+  // 4 and 6 pairs, in sections of 1, 2, 3 (a partial last one) and all of them.
+  for (const Problem& base : {Problem{0, 300, 260, 4, 2, 2, MaskKind::none},
+                              Problem{0, 777, 1000, 8, 2, 3, MaskKind::none}}) {
+    for (int per : {1, 2, 3, base.hk * base.batch}) {
+      Problem p = base;
+      p.mask = MaskKind::causal_top_left;
+      p.hdim = 128;
+      check_launch<ScheduleShape<64, 128, 1>, FMHA_MASK_CAUSAL_TOP_LEFT, false>(p, 132, per);
+      p.hdim = 256;
+      check_launch<ScheduleShape<64, 64, 0>, FMHA_MASK_CAUSAL_TOP_LEFT, false>(p, 7, per);
+      p.mask = MaskKind::causal_bottom_right;
+      p.hdim = 64;
+      check_launch<ScheduleShape<128, 128, 1>, FMHA_MASK_CAUSAL_BOTTOM_RIGHT, false>(p, 132, per);
+    }
   }
 }
 

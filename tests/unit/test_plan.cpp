@@ -4,6 +4,8 @@
 
 #include <catch2/catch.hpp>
 
+#include "common/fmha_params.h"
+#include "common/mask.h"
 #include "dispatcher/launch.hpp"
 #include "dispatcher/plan.hpp"
 #include "fmha_jit/dispatcher.hpp"
@@ -529,4 +531,80 @@ TEST_CASE("plan: the deterministic Hopper backward's CTA count and key tiles are
   p.seqlen_k = 1000 * hopper.block_n;  // 16.7 M pairs x 1000 key tiles
   expect_seqlen_k_error(hopper, "x nhead_k x batch <= 2147483647");
   CHECK_NOTHROW(dispatch::check_problem(bwd_config(false, "sm_90"), p));
+  // The atomic one under a causal mask launches one grid dimension too.
+  auto causal = bwd_config(false, "sm_90");
+  causal.mask = MaskKind::causal_top_left;
+  expect_seqlen_k_error(causal, "(the causal backward's CTAs)");
+  p.batch = p.nhead_q = p.nhead_k = 1;
+  CHECK(dispatch::plan_stages(causal, p)[1].grid.x == 1000);
+}
+
+TEST_CASE("plan: query tiles per key tile under the backward's masks", "[plan]") {
+  // Against the rows: a query tile sees a key tile when some row of it sees some key of it.
+  for (MaskKind mask : {MaskKind::none, MaskKind::causal_top_left, MaskKind::causal_bottom_right}) {
+    for (auto [sq, sk] : std::vector<std::pair<int, int>>{{1000, 777}, {777, 1000}, {256, 256}}) {
+      auto c = bwd_config(false, "sm_90");  // block_m 64, block_n 128
+      c.mask = mask;
+      FmhaProblem p = problem();
+      p.seqlen_q = sq;
+      p.seqlen_k = sk;
+      const auto tiles = dispatch::bwd_key_tile_query_tiles(c, p);
+      REQUIRE(static_cast<std::int64_t>(tiles.size()) == dispatch::key_tiles(c, p));
+      for (std::size_t n = 0; n < tiles.size(); ++n) {
+        std::int64_t expected = 0;
+        for (int m = 0; m * c.block_m < sq; ++m) {
+          bool seen = false;
+          for (int i = m * c.block_m; i < std::min(sq, (m + 1) * c.block_m); ++i) {
+            const FmhaKeyRange r = fmha_visible_keys(static_cast<int>(mask), i, sq, sk, -1, -1);
+            const int key_lo = static_cast<int>(n) * c.block_n;
+            seen = seen || (r.lo < std::min(sk, key_lo + c.block_n) && r.hi > key_lo);
+          }
+          expected += seen ? 1 : 0;
+        }
+        INFO("mask " << to_string(mask) << " Sq " << sq << " Sk " << sk << " key tile " << n);
+        CHECK(tiles[n] == expected);
+      }
+    }
+  }
+}
+
+TEST_CASE("plan: the atomic causal backward's sections", "[plan]") {
+  auto c = bwd_config(false, "sm_90");
+  c.mask = MaskKind::causal_top_left;
+  // GQA 32:8 S 8192, 2 batches: 16 pairs of 64 key tiles on 132 SMs. One pair after another
+  // starts the last pair's key tile 0 (256 iterations, a quarter of an SM's share) at ~94 % of
+  // the launch; two pairs per section start every key tile 0 in the first two thirds.
+  FmhaProblem p = s8192_problem();
+  p.nhead_q = 32;
+  p.nhead_k = 8;
+  auto gqa = dispatch::bwd_causal_sections(c, p, 132);
+  CHECK(gqa.section_pairs == 2);
+  CHECK(gqa.makespan < 0.92 * gqa.one_pair_makespan);
+  // hdim 128 S 8192, 2 x 16 heads: 32 pairs.
+  auto mha = dispatch::bwd_causal_sections(c, s8192_problem(), 132);
+  CHECK(mha.section_pairs == 2);
+  CHECK(mha.makespan < 0.96 * mha.one_pair_makespan);
+  // S 16384, 1 x 16 heads: 16 pairs of 128 key tiles, every SM's share is 15 of them, and the
+  // order barely matters: one pair per section stays.
+  p = s8192_problem();
+  p.batch = 1;
+  p.seqlen_q = p.seqlen_k = 16384;
+  CHECK(dispatch::bwd_causal_sections(c, p, 132).section_pairs == 1);
+  // S 2048, 8 x 16 heads: 128 pairs of 16 key tiles, a pair's chain an eighth of the SMs; the
+  // sections grow to fill the GPU with every pair's heavy tiles first.
+  p = s8192_problem();
+  p.batch = 8;
+  p.seqlen_q = p.seqlen_k = 2048;
+  CHECK(dispatch::bwd_causal_sections(c, p, 132).section_pairs >= 8);
+  // Not modelled: one pair per section.
+  for (const auto& other : {bwd_config(true, "sm_90"), bwd_config(false, "sm_90"),
+                            bwd_config(false, "sm_80")}) {
+    auto masked = other;
+    masked.mask = other.deterministic || other.arch == "sm_80" ? MaskKind::causal_top_left
+                                                               : MaskKind::none;
+    const auto plan = dispatch::bwd_causal_sections(masked, s8192_problem(), 132);
+    CHECK(plan.section_pairs == 1);
+    CHECK(plan.makespan == 0);
+  }
+  CHECK(dispatch::bwd_causal_sections(c, s8192_problem(), 0).section_pairs == 1);
 }

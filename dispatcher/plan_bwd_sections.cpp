@@ -1,0 +1,101 @@
+// The atomic Hopper backward's launch order under a causal mask: how many (kv head, batch) pairs
+// share one section of the 1-D grid (FmhaBwdParams::causal_section_pairs; the kernel's side is
+// fmha_bwd_key_tile_cta in templates/bwd/fmha_bwd_sm90a_schedule.h).
+#include <algorithm>
+#include <functional>
+#include <limits>
+#include <queue>
+#include <vector>
+
+#include "common/fmha_params.h"
+#include "common/mask.h"
+#include "dispatcher/plan.hpp"
+
+namespace fmha_jit::dispatch {
+
+std::vector<std::int64_t> bwd_key_tile_query_tiles(const FmhaKernelConfig& c,
+                                                   const FmhaProblem& p) {
+  // A query tile sees the key tiles from its first row's first key to its last row's last one
+  // (the visible keys' ends never decrease with the row), as fmha_bwd_key_tiles computes them on
+  // the device; each key tile counts the query tiles that see it (a difference array).
+  const std::int64_t num_m = (p.seqlen_q + c.block_m - 1) / c.block_m;
+  const std::int64_t num_n = key_tiles(c, p);
+  std::vector<std::int64_t> diff(static_cast<std::size_t>(num_n) + 1, 0);
+  const int mask = static_cast<int>(c.mask);
+  for (std::int64_t m = 0; m < num_m; ++m) {
+    const int first = static_cast<int>(m * c.block_m);
+    const int last = static_cast<int>(std::min<std::int64_t>(p.seqlen_q, first + c.block_m)) - 1;
+    const FmhaKeyRange lo = fmha_visible_keys(mask, first, p.seqlen_q, p.seqlen_k, -1, -1);
+    const FmhaKeyRange hi = fmha_visible_keys(mask, last, p.seqlen_q, p.seqlen_k, -1, -1);
+    if (hi.hi <= lo.lo) continue;
+    diff[static_cast<std::size_t>(lo.lo / c.block_n)] += 1;
+    diff[static_cast<std::size_t>(std::min<std::int64_t>((hi.hi + c.block_n - 1) / c.block_n,
+                                                         num_n))] -= 1;
+  }
+  std::vector<std::int64_t> tiles(static_cast<std::size_t>(num_n));
+  std::int64_t running = 0;
+  for (std::size_t n = 0; n < tiles.size(); ++n) tiles[n] = running += diff[n];
+  return tiles;
+}
+
+BwdCausalSections bwd_causal_sections(const FmhaKernelConfig& c, const FmhaProblem& p,
+                                      int multiprocessors) {
+  BwdCausalSections plan;
+  const std::int64_t pairs = static_cast<std::int64_t>(p.nhead_k) * p.batch;
+  const std::int64_t num_n = key_tiles(c, p);
+  if (c.impl != KernelImpl::wgmma_sm90a || c.family != Family::bwd || c.deterministic ||
+      !is_causal(c.mask) || multiprocessors <= 0 || pairs <= 1 ||
+      num_n * pairs > kBwdMaxModelledCtas) {
+    return plan;
+  }
+  // A CTA's work in query-tile iterations (one per query head and query tile that sees its key
+  // tile), plus what every CTA costs besides: its K and V loads, the pipeline's fill and the dK /
+  // dV epilogue, about two iterations' worth (the split tail's model, bwd_split_tail, uses the
+  // same constant).
+  constexpr double kCtaOverheadIterations = 2.0;
+  const std::int64_t group = p.nhead_q / p.nhead_k;
+  const std::vector<std::int64_t> query_tiles = bwd_key_tile_query_tiles(c, p);
+  // The hardware starts CTAs in linear index order, each on the SM that frees first (one CTA per
+  // SM: the kernels use ~200 KB of shared memory); a section of k pairs lists key tile 0 of its
+  // pairs, then key tile 1, and so on (fmha_bwd_key_tile_cta).
+  auto makespan = [&](std::int64_t k) {
+    std::priority_queue<double, std::vector<double>, std::greater<double>> free_at;
+    for (int sm = 0; sm < multiprocessors; ++sm) free_at.push(0.0);
+    double end = 0;
+    for (std::int64_t first = 0; first < pairs; first += k) {
+      const std::int64_t in_section = std::min(k, pairs - first);
+      for (std::int64_t n = 0; n < num_n; ++n) {
+        const double work =
+            static_cast<double>(group * query_tiles[static_cast<std::size_t>(n)]) +
+            kCtaOverheadIterations;
+        for (std::int64_t i = 0; i < in_section; ++i) {
+          const double done = free_at.top() + work;
+          free_at.pop();
+          free_at.push(done);
+          end = std::max(end, done);
+        }
+      }
+    }
+    return end;
+  };
+  // Candidates: powers of two below the pair count, and all pairs. The smallest section within
+  // 1 % of the best is taken: the fewer pairs run together, the fewer heads' Q, dO and dQ sums
+  // the resident CTAs spread over in L2 (a pair's are 32 MB at GQA 32:8 S 8192, hdim 128).
+  std::vector<std::int64_t> sizes;
+  for (std::int64_t k = 1; k < pairs; k *= 2) sizes.push_back(k);
+  sizes.push_back(pairs);
+  std::vector<double> ends;
+  for (std::int64_t k : sizes) ends.push_back(makespan(k));
+  const double best = *std::min_element(ends.begin(), ends.end());
+  plan.one_pair_makespan = ends.front();
+  for (std::size_t i = 0; i < sizes.size(); ++i) {
+    if (ends[i] <= 1.01 * best) {
+      plan.section_pairs = static_cast<int>(sizes[i]);
+      plan.makespan = ends[i];
+      break;
+    }
+  }
+  return plan;
+}
+
+}  // namespace fmha_jit::dispatch
