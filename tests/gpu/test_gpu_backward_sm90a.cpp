@@ -109,6 +109,42 @@ TEST_CASE("gpu sm90a bwd: the split last wave of key tiles matches the reference
   check({DType::fp16, 128, 128, MaskKind::none, 2, 3, 3, 3000, 3000, Layout::bhsd});
 }
 
+TEST_CASE("gpu sm90a bwd: causal launches in sections of several pairs match the reference",
+          "[gpu]") {
+  // The atomic mode under causal masks launches its key tiles in sections of pairs, largest key
+  // tile first (fmha_bwd_key_tile_cta, bwd_causal_sections). Each case asserts that the model
+  // picks sections of two pairs or more here.
+  if (!test::on_hopper()) return;
+  const int sms = gpu_multiprocessor_count();
+  std::uint32_t seed = 50000;
+  const auto check = [&](const AttentionCase& a) {
+    INFO(test::describe(a));
+    FmhaKernelConfig c;
+    c.family = Family::bwd;
+    c.dtype = a.dtype;
+    c.hdim_q = a.hdim_q;
+    c.hdim_v = a.hdim_v;
+    c.mask = a.mask;
+    c.arch = detect_gpu_arch();
+    const auto sections = dispatch::bwd_causal_sections(canonicalize(c), test::problem_of(a), sms);
+    REQUIRE(sections.section_pairs >= 2);
+    // Against the reference inside; twice, and the runs may differ only by the order of the
+    // atomic additions.
+    const auto r = test::check_backward(a, KernelImpl::wgmma_sm90a, false, seed++, 2);
+    const double tol =
+        reference::dtype_tolerance(a.dtype == DType::bf16, reference::Quantity::gradient);
+    for (double d : r.max_diff) CHECK(d <= tol);
+    std::printf("sm90a bwd %s: sections of %d pairs\n", test::describe(a).c_str(),
+                sections.section_pairs);
+  };
+  // hdim 256 (64-key tiles), bottom-right, 1500 queries and 1900 keys: 2 x 4 pairs of 30 tiles.
+  check({DType::bf16, 256, 256, MaskKind::causal_bottom_right, 2, 4, 4, 1500, 1900, Layout::bhsd});
+  // hdim 128, GQA 2:1, 2 x 5 pairs of 24 key tiles (the last one partial).
+  check({DType::fp16, 128, 128, MaskKind::causal_top_left, 2, 10, 5, 3000, 3000, Layout::bshd});
+  // hdim 64 (128-row query tiles), GQA 2:1, 5 x 3 pairs.
+  check({DType::bf16, 64, 64, MaskKind::causal_top_left, 5, 6, 3, 3000, 3000, Layout::bhsd});
+}
+
 TEST_CASE("gpu sm90a bwd: auto picks wgmma_sm90a on this GPU and falls back where it must",
           "[gpu]") {
   if (!test::on_hopper()) return;
