@@ -137,11 +137,12 @@ TEST_CASE("gpu sm90a bwd: causal launches in sections of several pairs match the
     std::printf("sm90a bwd %s: sections of %d pairs\n", test::describe(a).c_str(),
                 sections.section_pairs);
   };
-  // hdim 256 (64-key tiles), bottom-right, 1500 queries and 1900 keys: 2 x 4 pairs of 30 tiles.
+  // hdim 256 (64-key tiles), bottom-right, 1500 queries and 1900 keys: 2 x 4 pairs of 30 tiles
+  // (sections of 4 on 132 SMs).
   check({DType::bf16, 256, 256, MaskKind::causal_bottom_right, 2, 4, 4, 1500, 1900, Layout::bhsd});
-  // hdim 128, GQA 2:1, 2 x 5 pairs of 24 key tiles (the last one partial).
+  // hdim 128, GQA 2:1, 2 x 5 pairs of 24 key tiles, the last one partial (sections of 2).
   check({DType::fp16, 128, 128, MaskKind::causal_top_left, 2, 10, 5, 3000, 3000, Layout::bshd});
-  // hdim 64 (128-row query tiles), GQA 2:1, 5 x 3 pairs.
+  // hdim 64 (128-row query tiles), GQA 2:1, 5 x 3 pairs (sections of 4, the last of 3).
   check({DType::bf16, 64, 64, MaskKind::causal_top_left, 5, 6, 3, 3000, 3000, Layout::bhsd});
 }
 
