@@ -49,16 +49,17 @@ std::vector<std::int64_t> bwd_key_tile_query_tiles(const FmhaKernelConfig& canon
 // Atomic wgmma_sm90a backward under a causal mask: how many (kv head, batch) pairs share one
 // section of the launch order (FmhaBwdParams::causal_section_pairs; why in templates/bwd/
 // fmha_bwd_sm90a_schedule.h, fmha_bwd_key_tile_cta), from a model of the SMs' finish times in
-// query-tile iterations. section_pairs = 1 (one pair after another) where it does not apply, or
-// past kBwdMaxModelledCtas CTAs, where a launch is tens of waves and its tail a small share.
+// query-tile iterations. section_pairs = 1 (one pair after another, the 3-D grid's order) where
+// it does not apply, where the model gains under 4 %, or past kBwdMaxModelledCtas CTAs, where a
+// launch is tens of waves and its tail a small share.
 struct BwdCausalSections {
   int section_pairs = 1;
   double makespan = 0;           // modelled, in iterations; 0 where not modelled
   double one_pair_makespan = 0;  // the same for one pair per section
 };
 constexpr std::int64_t kBwdMaxModelledCtas = 1 << 16;
-BwdCausalSections bwd_causal_sections(const FmhaKernelConfig& canonical,
-                                      const FmhaProblem& problem, int multiprocessors);
+BwdCausalSections bwd_causal_sections(const FmhaKernelConfig& canonical, const FmhaProblem& problem,
+                                      int multiprocessors);
 
 // wgmma_sm90a forward without a mask: whether the persistent CTAs split the last round's tiles by
 // keys (FmhaFwdSm90Params::split_*, templates/fwd/fmha_fwd_sm90a_split.h), and the scratch that

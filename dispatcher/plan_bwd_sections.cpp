@@ -29,8 +29,8 @@ std::vector<std::int64_t> bwd_key_tile_query_tiles(const FmhaKernelConfig& c,
     const FmhaKeyRange hi = fmha_visible_keys(mask, last, p.seqlen_q, p.seqlen_k, -1, -1);
     if (hi.hi <= lo.lo) continue;
     diff[static_cast<std::size_t>(lo.lo / c.block_n)] += 1;
-    diff[static_cast<std::size_t>(std::min<std::int64_t>((hi.hi + c.block_n - 1) / c.block_n,
-                                                         num_n))] -= 1;
+    diff[static_cast<std::size_t>(
+        std::min<std::int64_t>((hi.hi + c.block_n - 1) / c.block_n, num_n))] -= 1;
   }
   std::vector<std::int64_t> tiles(static_cast<std::size_t>(num_n));
   std::int64_t running = 0;
@@ -65,9 +65,8 @@ BwdCausalSections bwd_causal_sections(const FmhaKernelConfig& c, const FmhaProbl
     for (std::int64_t first = 0; first < pairs; first += k) {
       const std::int64_t in_section = std::min(k, pairs - first);
       for (std::int64_t n = 0; n < num_n; ++n) {
-        const double work =
-            static_cast<double>(group * query_tiles[static_cast<std::size_t>(n)]) +
-            kCtaOverheadIterations;
+        const double work = static_cast<double>(group * query_tiles[static_cast<std::size_t>(n)]) +
+                            kCtaOverheadIterations;
         for (std::int64_t i = 0; i < in_section; ++i) {
           const double done = free_at.top() + work;
           free_at.pop();
@@ -93,10 +92,11 @@ BwdCausalSections bwd_causal_sections(const FmhaKernelConfig& c, const FmhaProbl
   const double best = *std::min_element(ends.begin(), ends.end());
   plan.one_pair_makespan = ends.front();
   plan.makespan = ends.front();
-  // Sections only where the model gains 4 % or more: below that the measured changes were small
-  // or losses (hdim 256 S 512, modelled -3.7 % at 16 pairs: 149 -> 142, 4 pairs 150; hdim 64
-  // S 2048, modelled -2.4 %: 313 -> 320; hdim 256 S 2048, modelled -5.9 % at 4 pairs: 300 ->
-  // 301). The threshold is fitted to those seven rows, on one card.
+  // Sections only where the model gains 4 % or more. Below that the two rows measured gained
+  // little or lost (hdim 256 S 512, 3.7 % modelled at 16 pairs: 149 -> 142, at 4 pairs 150;
+  // hdim 64 S 2048, 2.4 % at 8 pairs: 313 -> 320); above it every row gained but one, which
+  // held (hdim 256 S 2048, 5.9 % at 4 pairs: 300 -> 301). The threshold is fitted to those
+  // rows, on one card (BENCHMARKS.md, session 21).
   constexpr double kMinGain = 0.04;
   if (best > (1.0 - kMinGain) * plan.one_pair_makespan) return plan;
   for (std::size_t i = 0; i < sizes.size(); ++i) {

@@ -274,9 +274,9 @@ class KernelRunner final : public FmhaRunner {
   // only where it beats the static order by 1 %).
   std::map<std::array<std::int64_t, 6>, std::unique_ptr<PlannedOrder>> tile_orders_;
   std::map<std::array<std::int64_t, 6>, int> causal_sections_;  // causal_section_pairs
-  // Causal shapes planned (with or without a table), at most, for each of the two maps: a server that sees every prompt
-  // length would otherwise add a table per length without bound, and freeing one would need
-  // every stream that may still read it to finish.
+  // Causal shapes planned (with or without a table), at most, for each of the two maps: a server
+  // that sees every prompt length would otherwise add a table per length without bound, and freeing
+  // one would need every stream that may still read it to finish.
   static constexpr std::size_t kMaxTileOrders = 128;
 };
 

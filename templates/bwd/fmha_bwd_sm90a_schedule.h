@@ -49,8 +49,9 @@
 // starts only after every earlier pair's tiles: the last pair's tile 0, a quarter of an SM's
 // work at GQA 32:8 S 8192 (2 x 8 pairs of 64 key tiles on 132 SMs), then ends ~11 % after the
 // rest (the host's model, dispatcher/plan_bwd_sections.cpp, which picks the section size). A
-// section spans as few pairs as balance the launch, so that the resident CTAs still share their
-// heads' Q, dO and dQ sums in L2.
+// section spans no more pairs than the 3-D order runs at once (SMs / key tiles), so that the
+// resident CTAs still share their heads' Q, dO and dQ sums in L2: 32 pairs where 8 ran together
+// lost 3.4 % at hdim 128 S 2048 (BENCHMARKS.md, session 21).
 // Atomic mode with a split tail (p.split_parts > 0): a 1-D grid. The key tiles run in the 3-D
 // grid's order (key tile fastest, then kv head, then batch), whole up to linear index
 // split_first; each later key tile runs as split_parts CTAs, part q taking iterations

@@ -148,8 +148,8 @@ void check_launch(const Problem& prob, int sms, int section_pairs = 0) {
       }
     }
   }
-  const bool sectioned = !kDet && (kMask == FMHA_MASK_CAUSAL_TOP_LEFT ||
-                                    kMask == FMHA_MASK_CAUSAL_BOTTOM_RIGHT);
+  const bool sectioned =
+      !kDet && (kMask == FMHA_MASK_CAUSAL_TOP_LEFT || kMask == FMHA_MASK_CAUSAL_BOTTOM_RIGHT);
   if (sectioned) {
     // Sections: consecutive runs of linear indices holding all key tiles of
     // causal_section_pairs pairs (fewer in the last), in increasing key tiles, and the pairs in

@@ -612,11 +612,11 @@ TEST_CASE("plan: the atomic causal backward's sections", "[plan]") {
   CHECK(short_rows.section_pairs == 1);
   CHECK(short_rows.makespan == short_rows.one_pair_makespan);
   // Not modelled: one pair per section.
-  for (const auto& other : {bwd_config(true, "sm_90"), bwd_config(false, "sm_90"),
-                            bwd_config(false, "sm_80")}) {
+  for (const auto& other :
+       {bwd_config(true, "sm_90"), bwd_config(false, "sm_90"), bwd_config(false, "sm_80")}) {
     auto masked = other;
-    masked.mask = other.deterministic || other.arch == "sm_80" ? MaskKind::causal_top_left
-                                                               : MaskKind::none;
+    masked.mask =
+        other.deterministic || other.arch == "sm_80" ? MaskKind::causal_top_left : MaskKind::none;
     const auto plan = dispatch::bwd_causal_sections(masked, s8192_problem(), 132);
     CHECK(plan.section_pairs == 1);
     CHECK(plan.makespan == 0);

@@ -10,6 +10,11 @@
 # FAMILIES: the grid's families (default "fwd bwd"); SASS=1 adds cuobjdump's HGMMA / STL / LDL
 # counts of every cubin in .carry/cache (sass.txt in the tarball).
 source "$(dirname "$0")/call_env.sh"
+# Everything goes in one tarball: the device tool brings back 8 files at most, and five suites'
+# and four examples' logs alone are 9 (session 21 lost a grid's tarball so).
+back=$out
+out=/tmp/grid/logs
+mkdir -p "$out"
 warm_sm90a $b/fmha-jit
 run_gpu_suites $b/fmha_jit_gpu_tests \
   "${SUITES:-gpu sm90a fwd*;gpu sm90a bwd: every dtype*;gpu sm90a bwd: deterministic*}" 150
@@ -33,7 +38,5 @@ if [ "${SASS:-0}" = 1 ]; then
       "STL $(grep -c STL <<<"$sass") LDL $(grep -c LDL <<<"$sass")"
   done > /tmp/grid/sass.txt
 fi
-# The device tool brings back only a few files (8 in session 18, which lost the tables so): the
-# suites' and examples' logs take 7, the grids' tables, rows and logs go in one tarball.
-tar czf "$out/grid.tgz" -C /tmp grid
+tar czf "$back/grid.tgz" -C /tmp grid
 echo "done at ${SECONDS}s"
