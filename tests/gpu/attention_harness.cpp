@@ -44,16 +44,22 @@ void check_close(const char* what, const std::vector<float>& got, const std::vec
   CHECK(stats.ok(tol));
 }
 
-std::shared_ptr<FmhaRunner> setup(Family family, const AttentionCase& c, KernelImpl impl,
-                                  bool deterministic = false) {
+// The case's config as a user would write it: no tile fields, impl auto.
+FmhaKernelConfig config_of(const AttentionCase& c, Family family) {
   FmhaKernelConfig config;
   config.family = family;
   config.dtype = c.dtype;
   config.hdim_q = c.hdim_q;
   config.hdim_v = c.hdim_v;
   config.mask = c.mask;
-  config.lse = c.lse;
+  config.lse = c.lse;  // canonicalize clears it for a backward
   config.arch = detect_gpu_arch();
+  return config;
+}
+
+std::shared_ptr<FmhaRunner> setup(Family family, const AttentionCase& c, KernelImpl impl,
+                                  bool deterministic = false) {
+  FmhaKernelConfig config = config_of(c, family);
   config.impl = impl;
   config.deterministic = deterministic;
   if (impl != KernelImpl::reference) {
@@ -82,6 +88,10 @@ std::string describe(const AttentionCase& c) {
          (c.block_m ? " tile " + std::to_string(c.block_m) + "x" + std::to_string(c.block_n) + "w" +
                           std::to_string(c.num_warps) + "s" + std::to_string(c.num_stages)
                     : "");
+}
+
+FmhaKernelConfig canonical_config_of(const AttentionCase& c, Family family) {
+  return canonicalize(config_of(c, family));
 }
 
 FmhaProblem problem_of(const AttentionCase& c) {

@@ -26,6 +26,9 @@ struct AttentionCase {
 };
 std::string describe(const AttentionCase& c);
 FmhaProblem problem_of(const AttentionCase& c);
+// The canonical config of `family` for the case on this GPU (dtype, head dims, mask, the LSE flag
+// of a forward; tile fields by the heuristic), as the host plans see it.
+FmhaKernelConfig canonical_config_of(const AttentionCase& c, Family family);
 
 // Host values rounded to the dtype and their device copy in 16-bit storage.
 struct DeviceTensor {

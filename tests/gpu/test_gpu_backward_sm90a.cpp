@@ -84,13 +84,8 @@ TEST_CASE("gpu sm90a bwd: the split last wave of key tiles matches the reference
   std::uint32_t seed = 49000;
   const auto check = [&](const AttentionCase& a) {
     INFO(test::describe(a));
-    FmhaKernelConfig c;
-    c.family = Family::bwd;
-    c.dtype = a.dtype;
-    c.hdim_q = a.hdim_q;
-    c.hdim_v = a.hdim_v;
-    c.arch = detect_gpu_arch();
-    const auto split = dispatch::bwd_split_tail(canonicalize(c), test::problem_of(a), sms);
+    const auto split = dispatch::bwd_split_tail(test::canonical_config_of(a, Family::bwd),
+                                                test::problem_of(a), sms);
     REQUIRE(split.tiles > 0);
     const auto r = test::check_backward(a, KernelImpl::wgmma_sm90a, false, seed++, 3);
     const double tol =
@@ -119,14 +114,8 @@ TEST_CASE("gpu sm90a bwd: causal launches in sections of several pairs match the
   std::uint32_t seed = 50000;
   const auto check = [&](const AttentionCase& a) {
     INFO(test::describe(a));
-    FmhaKernelConfig c;
-    c.family = Family::bwd;
-    c.dtype = a.dtype;
-    c.hdim_q = a.hdim_q;
-    c.hdim_v = a.hdim_v;
-    c.mask = a.mask;
-    c.arch = detect_gpu_arch();
-    const auto sections = dispatch::bwd_causal_sections(canonicalize(c), test::problem_of(a), sms);
+    const auto sections = dispatch::bwd_causal_sections(test::canonical_config_of(a, Family::bwd),
+                                                        test::problem_of(a), sms);
     REQUIRE(sections.section_pairs >= 2);
     // Against the reference inside; twice, and the runs may differ only by the order of the
     // atomic additions.

@@ -134,14 +134,8 @@ TEST_CASE("gpu sm90a fwd: the split last round matches the reference and repeats
   if (!test::on_hopper()) return;
   const int sms = gpu_multiprocessor_count();
   const auto split_of = [&](const AttentionCase& a) {
-    FmhaKernelConfig c;
-    c.family = Family::fwd;
-    c.dtype = a.dtype;
-    c.hdim_q = a.hdim_q;
-    c.hdim_v = a.hdim_v;
-    c.lse = a.lse;
-    c.arch = detect_gpu_arch();
-    return dispatch::fwd_split_tail(canonicalize(c), test::problem_of(a), sms);
+    return dispatch::fwd_split_tail(test::canonical_config_of(a, Family::fwd), test::problem_of(a),
+                                    sms);
   };
   std::uint32_t seed = 41000;
   // 24 query heads over 6 kv heads (bshd), 1100 queries (a partial m-block), 4001 keys (a
