@@ -3,7 +3,6 @@
 // fmha_bwd_key_tile_cta in templates/bwd/fmha_bwd_sm90a_schedule.h).
 #include <algorithm>
 #include <functional>
-#include <limits>
 #include <queue>
 #include <vector>
 
