@@ -101,6 +101,16 @@ std::int64_t key_tiles(const FmhaKernelConfig& c, const FmhaProblem& p) {
   return (p.seqlen_k + c.block_n - 1) / c.block_n;
 }
 
+TileRange query_tile_key_tiles(const FmhaKernelConfig& c, const FmhaProblem& p, std::int64_t m) {
+  const int mask = static_cast<int>(c.mask);
+  const int first = static_cast<int>(m * c.block_m);
+  const int last = static_cast<int>(std::min<std::int64_t>(p.seqlen_q, first + c.block_m)) - 1;
+  const FmhaKeyRange lo = fmha_visible_keys(mask, first, p.seqlen_q, p.seqlen_k, -1, -1);
+  const FmhaKeyRange hi = fmha_visible_keys(mask, last, p.seqlen_q, p.seqlen_k, -1, -1);
+  if (hi.hi <= lo.lo) return {};
+  return {lo.lo / c.block_n, (hi.hi + c.block_n - 1) / c.block_n};
+}
+
 int det_group_heads(const FmhaKernelConfig& c, const FmhaProblem& p, int multiprocessors) {
   // Without a mask, as many pairs as fill the GPU chain by chain; with one, one pair (the mask
   // staggers the chains already). fmha_bwd_key_tile_cta has the measurements.
@@ -244,16 +254,11 @@ FwdTileOrder fwd_tile_order(const FmhaKernelConfig& c, const FmhaProblem& p, int
   // (session 18, ABBA, H200, bf16, static -> plan): hdim 128 S 2048 459 -> 465, hdim 64 S 2048
   // 381 -> 386, hdim 256 S 2048 513 -> 523, hdim 128 S 8192 623 -> 630, GQA 32:8 S 2048 557 -> 578.
   constexpr double kTileOverheadBlocks = 1.0;
-  const int mask = static_cast<int>(c.mask);
   std::vector<double> m_work(static_cast<std::size_t>(num_m));
   for (std::int64_t m = 0; m < num_m; ++m) {
-    const int first = static_cast<int>(m * c.block_m);
-    const int last = static_cast<int>(std::min<std::int64_t>(p.seqlen_q, first + c.block_m)) - 1;
-    const FmhaKeyRange lo = fmha_visible_keys(mask, first, p.seqlen_q, p.seqlen_k, -1, -1);
-    const FmhaKeyRange hi = fmha_visible_keys(mask, last, p.seqlen_q, p.seqlen_k, -1, -1);
-    const std::int64_t blocks =
-        hi.hi > lo.lo ? (hi.hi + c.block_n - 1) / c.block_n - lo.lo / c.block_n : 0;
-    m_work[static_cast<std::size_t>(m)] = static_cast<double>(blocks) + kTileOverheadBlocks;
+    const TileRange blocks = query_tile_key_tiles(c, p, m);
+    m_work[static_cast<std::size_t>(m)] =
+        static_cast<double>(std::max<std::int64_t>(blocks.hi - blocks.lo, 0)) + kTileOverheadBlocks;
   }
   // The kernel's causal list (fmha_fwd_sm90a_tile): m-blocks from the last down, all heads each.
   auto work = [&](std::int64_t t) {

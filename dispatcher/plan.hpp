@@ -27,6 +27,14 @@ unsigned stage_dynamic_smem_bytes(const FmhaKernelConfig& canonical, codegen::St
 // Key tiles of block_n keys a kv head's sequence spans: the backward's stage-2 CTAs per
 // (kv head, batch) pair.
 std::int64_t key_tiles(const FmhaKernelConfig& canonical, const FmhaProblem& problem);
+// Key tiles [lo, hi) that query tile m (block_m rows) sees under the config's mask: from its
+// first row's first visible key to its last row's last one (the ends never decrease with the
+// row), as the kernels compute it; empty (hi <= lo) where no row sees a key.
+struct TileRange {
+  std::int64_t lo = 0, hi = 0;
+};
+TileRange query_tile_key_tiles(const FmhaKernelConfig& canonical, const FmhaProblem& problem,
+                               std::int64_t m);
 
 // Stages in launch order, matching codegen::stage_roles(config). `multiprocessors` bounds the
 // grid of the persistent kernels (wgmma_sm90a); 0 launches one CTA per tile.

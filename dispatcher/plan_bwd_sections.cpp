@@ -6,7 +6,6 @@
 #include <queue>
 #include <vector>
 
-#include "common/fmha_params.h"
 #include "common/mask.h"
 #include "dispatcher/plan.hpp"
 
@@ -14,22 +13,15 @@ namespace fmha_jit::dispatch {
 
 std::vector<std::int64_t> bwd_key_tile_query_tiles(const FmhaKernelConfig& c,
                                                    const FmhaProblem& p) {
-  // A query tile sees the key tiles from its first row's first key to its last row's last one
-  // (the visible keys' ends never decrease with the row), as fmha_bwd_key_tiles computes them on
-  // the device; each key tile counts the query tiles that see it (a difference array).
+  // Each key tile counts the query tiles that see it (query_tile_key_tiles; a difference array).
   const std::int64_t num_m = (p.seqlen_q + c.block_m - 1) / c.block_m;
   const std::int64_t num_n = key_tiles(c, p);
   std::vector<std::int64_t> diff(static_cast<std::size_t>(num_n) + 1, 0);
-  const int mask = static_cast<int>(c.mask);
   for (std::int64_t m = 0; m < num_m; ++m) {
-    const int first = static_cast<int>(m * c.block_m);
-    const int last = static_cast<int>(std::min<std::int64_t>(p.seqlen_q, first + c.block_m)) - 1;
-    const FmhaKeyRange lo = fmha_visible_keys(mask, first, p.seqlen_q, p.seqlen_k, -1, -1);
-    const FmhaKeyRange hi = fmha_visible_keys(mask, last, p.seqlen_q, p.seqlen_k, -1, -1);
-    if (hi.hi <= lo.lo) continue;
-    diff[static_cast<std::size_t>(lo.lo / c.block_n)] += 1;
-    diff[static_cast<std::size_t>(
-        std::min<std::int64_t>((hi.hi + c.block_n - 1) / c.block_n, num_n))] -= 1;
+    const TileRange seen = query_tile_key_tiles(c, p, m);
+    if (seen.hi <= seen.lo) continue;
+    diff[static_cast<std::size_t>(seen.lo)] += 1;
+    diff[static_cast<std::size_t>(std::min(seen.hi, num_n))] -= 1;
   }
   std::vector<std::int64_t> tiles(static_cast<std::size_t>(num_n));
   std::int64_t running = 0;

@@ -188,13 +188,18 @@ class KernelRunner final : public FmhaRunner {
     int section_heads = 0;
   };
 
+  // What the host plans of a launch depend on besides the config (which fixes the mask, the tile
+  // and the head dimensions): the problem's lengths and head counts, and the SM count.
+  using PlanShape = std::array<std::int64_t, 6>;
+  static PlanShape plan_shape(const FmhaProblem& problem, int multiprocessors) {
+    return {problem.seqlen_q, problem.seqlen_k, problem.nhead_q,
+            problem.nhead_k,  problem.batch,    multiprocessors};
+  }
+
   // The plan of this problem's causal forward on `multiprocessors` SMs, uploaded on first use.
-  // The plan depends on these six numbers only (the config fixes the mask, the tile and the head
-  // dimensions).
   TileOrder tile_order(const FmhaProblem& problem, int multiprocessors) {
     if (!is_causal(config().mask)) return {};
-    const std::array<std::int64_t, 6> shape{problem.seqlen_q, problem.seqlen_k, problem.nhead_q,
-                                            problem.nhead_k,  problem.batch,    multiprocessors};
+    const PlanShape shape = plan_shape(problem, multiprocessors);
     std::lock_guard lock(mutex_);
     auto it = tile_orders_.find(shape);
     if (it == tile_orders_.end()) {
@@ -220,9 +225,11 @@ class KernelRunner final : public FmhaRunner {
   // once per problem shape: a model of up to kBwdMaxModelledCtas CTAs costs milliseconds, a
   // launch's worth at S 2048. Past kMaxTileOrders shapes a new one runs one pair per section.
   int causal_section_pairs(const FmhaProblem& problem, int multiprocessors) {
-    if (config().deterministic || !is_causal(config().mask)) return 1;
-    const std::array<std::int64_t, 6> shape{problem.seqlen_q, problem.seqlen_k, problem.nhead_q,
-                                            problem.nhead_k,  problem.batch,    multiprocessors};
+    if (config().impl != KernelImpl::wgmma_sm90a || config().deterministic ||
+        !is_causal(config().mask)) {
+      return 1;
+    }
+    const PlanShape shape = plan_shape(problem, multiprocessors);
     std::lock_guard lock(mutex_);
     auto it = causal_sections_.find(shape);
     if (it == causal_sections_.end()) {
@@ -272,8 +279,8 @@ class KernelRunner final : public FmhaRunner {
   // memory; read-only once uploaded, so every stream shares them. Kept for the runner's life: a
   // table is rounds x SMs ints (16 KB at 2048 tiles on 132 SMs; past 65536 tiles one is made
   // only where it beats the static order by 1 %).
-  std::map<std::array<std::int64_t, 6>, std::unique_ptr<PlannedOrder>> tile_orders_;
-  std::map<std::array<std::int64_t, 6>, int> causal_sections_;  // causal_section_pairs
+  std::map<PlanShape, std::unique_ptr<PlannedOrder>> tile_orders_;
+  std::map<PlanShape, int> causal_sections_;  // causal_section_pairs
   // Causal shapes planned (with or without a table), at most, for each of the two maps: a server
   // that sees every prompt length would otherwise add a table per length without bound, and freeing
   // one would need every stream that may still read it to finish.
