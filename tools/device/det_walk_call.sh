@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# The deterministic causal backward's up-down walk (tools/device/patches/bwd-det-up-down-walk.patch)
+# on a GPU, against the current tree (.carry/bin). Stage from a clean tree:
+#   p=tools/device/patches
+#   tools/device/stage_patches.sh walk $p/bwd-det-up-down-walk.patch
+#   tools/device/stage_patches.sh walk-u $p/bwd-det-up-down-walk.patch $p/bwd-det-up-cells-override.patch
+#   tools/device/stage.sh && rm -f .carry/bin/fmha_jit_{rtc,unit,stress}_tests
+#   then prebuild the rows' kernels of both builds (one JSON: bwd, bf16, hdim 128,
+#   causal_top_left, deterministic [true, false]) with .carry/bin/fmha-jit and
+#   .carry/alt/walk/fmha-jit prebuild FILE --cache-dir .carry/cache
+# 1. the walk build's deterministic suites (their GQA causal cases walk) and example 37;
+# 2. current / walk, ABBA, on the deterministic GQA causal rows, an MHA control (no walk) and the
+#    atomic GQA row (the det / atomic ratio); 3. the cells up swept with the override
+#    (FMHA_JIT_BWD_DET_UP_CELLS; 0 = head-major) on two GQA rows, and on MHA, where u = 2 is
+#    head-major's order through the walk's arithmetic (its cost). Each sweep goes up, then down.
+# Run from the repository root with .carry/ staged; logs go to $OUT.
+source "$(dirname "$0")/call_env.sh"
+export FMHA_JIT_CACHE_DIR=$PWD/.carry/cache  # the A/B kernels of both builds, prebuilt
+walk=.carry/alt/walk
+warm_sm90a $walk/fmha-jit
+for hd in 128 256; do
+  timeout 60 $walk/37_bwd_deterministic --hdim $hd --seqlen 1024 > "$out/ex37_hd$hd.txt" 2>&1
+  echo "example 37 hdim $hd rc=$?: $(grep -iE 'bit-exact|PASS|FAIL' "$out/ex37_hd$hd.txt" | head -3 | tr '\n' ' ')"
+done
+echo "=== A/B at ${SECONDS}s"
+OUT=$out BRANCH=walk ABBA=1 SUITES="gpu sm90a bwd: deterministic*;gpu sm90a bwd: seqlen 1*" \
+  ROWS="${ROWS:-bwd,128,8192,2,32,8,causal_top_left,1 bwd,128,2048,8,32,8,causal_top_left,1 bwd,128,512,32,32,8,causal_top_left,1 bwd,128,16384,1,32,8,causal_top_left,1 bwd,128,8192,2,16,16,causal_top_left,1 bwd,128,8192,2,32,8,causal_top_left,0}" \
+  timeout --signal=KILL 420 bash "$(dirname "$0")/ab_branch_call.sh" 2>&1
+echo "=== cells up at ${SECONDS}s"
+sweep() {  # hdim seqlen batch hq hk "u u u"
+  local u
+  for u in $6 $(echo $6 | tr ' ' '\n' | tac); do
+    echo -n "$2 x $3 $4:$5 u=$u: "
+    FMHA_JIT_BWD_DET_UP_CELLS=$u timeout 40 .carry/alt/walk-u/fmha-jit bench --family bwd \
+      --hdim-q "$1" --seqlen-q "$2" --batch "$3" --nhead-q "$4" --nhead-k "$5" \
+      --mask causal_top_left --deterministic --repeat 10 --warmup 3 2>&1 | tail -1
+  done
+}
+sweep 128 8192 2 32 8 "0 1 2 3 4 8"
+sweep 128 2048 8 32 8 "0 1 2 4 8"
+sweep 128 8192 2 16 16 "0 1 2"
+echo "all done at ${SECONDS}s"
