@@ -15,7 +15,16 @@ Schedules (deterministic; the atomic mode launches key tiles upwards, largest fi
   head-major   decreasing key tiles per pair, pairs one after another (session 7)
   grouped      as head-major, but floor(slots / key tiles) pairs interleaved position by position
   last-asc     as head-major, the last pair's chain in increasing key tiles, its query tiles
-               downwards with the heads innermost (proposed in session 8, not yet measured)
+               downwards with the heads innermost (session 9: main's order under causal masks)
+  walk         as last-asc, the decreasing chains in the up-down walk of --up cells
+               (templates/bwd/fmha_bwd_sm90a_schedule.h; session 22's candidate, causal only)
+
+The writer is one thread per CTA (--writers 2: alternate query tiles, session 22's candidate):
+it takes a tile's dQ blocks only after its previous tile's adds completed and released. Besides
+the time, the model reports how long after the chain's previous key tile each (query head, query
+tile) is visited again (p50 / p90 in query-tile times; the GPU streams ~8 MB of Q, dO and dQ
+tiles through L2 per query-tile time at hdim 128): a proxy for whether the tile is still in L2,
+which the timing itself does not model.
 
   python3 tools/bench/det_schedule_model.py --hdim 128 --seqlen 16384 --pairs 8 --gqa 4 --causal
 """
@@ -27,45 +36,80 @@ def visited(n, num_m, bm, bn, causal):
     return list(range((n * bn) // bm if causal else 0, num_m))
 
 
+def walk(n, num_n, num_m, bm, bn, gqa, up):
+    """The up-down walk of key tile n (causal): the first `up` own cells of n, n + 1, ... up to
+    the top, then the rest of each own set from the top down; own cells of k: the query tiles
+    k * bn / bm .. (k + 1) * bn / bm - 1 (the top: to the end), heads innermost."""
+    r = bn // bm
+    own = [[(g, m) for m in range(k * r, num_m if k == num_n - 1 else (k + 1) * r)
+            for g in range(gqa)] for k in range(num_n)]
+    return ([c for k in range(n, num_n) for c in own[k][:up]] +
+            [c for k in range(num_n - 1, n - 1, -1) for c in own[k][up:]])
+
+
+def percentile(values, q):
+    return sorted(values)[int(q * (len(values) - 1))] if values else 0.0
+
+
 def run(order, a, det):
-    """order: [(pair, n, ascending)] in launch order; returns the kernel's end time in us."""
+    """order: [(pair, n, ascending, walks)] in launch order; returns the kernel's end time in us
+    and the revisit gaps (query-tile times)."""
     num_n, num_m = a.seqlen // a.bn, a.seqlen // a.bm
     released = {}
+    visits = {}  # (pair, head, query tile) -> time of the last visit's add
+    gaps = []
     free = [0.0] * a.slots
     last_start = end = 0.0
-    for pair, n, asc in order:
+    for pair, n, asc, walks in order:
         start = max(last_start, heapq.heappop(free))
         last_start = start
         tiles = visited(n, num_m, a.bm, a.bn, a.causal)
-        seq = ([(g, m) for m in reversed(tiles) for g in range(a.gqa)] if asc else
-               [(g, m) for g in range(a.gqa) for m in tiles])
-        mma = stored = buffer_free = done = start + a.prologue
-        for g, m in seq:
+        if walks:
+            seq = walk(n, num_n, num_m, a.bm, a.bn, a.gqa, a.up)
+        elif asc:
+            seq = [(g, m) for m in reversed(tiles) for g in range(a.gqa)]
+        else:
+            seq = [(g, m) for g in range(a.gqa) for m in tiles]
+        mma = stored = done = start + a.prologue
+        writer_free = [done] * (a.writers if det else 1)  # when each writer takes its next tile
+        buffer_free = done
+        for i, (g, m) in enumerate(seq):
             mma = max(mma, stored) + a.tile_us
             stored = max(mma, buffer_free) + 0.3
-            add = stored
+            writer = i % len(writer_free)
+            add = max(stored, writer_free[writer])
             if det:
                 pred = n - 1 if asc else n + 1
                 last_visitor = min(num_n - 1, (m * a.bm + a.bm - 1) // a.bn) if a.causal else num_n - 1
                 if 0 <= pred <= last_visitor:
                     add = max(add, released[(pair, g, pred, m)] + a.ls)
                 released[(pair, g, n, m)] = add + a.lr
+                writer_free[writer] = add + a.lr
+            key = (pair, g, m)
+            if key in visits:
+                gaps.append((add - visits[key]) / a.tile_us)
+            visits[key] = add
             buffer_free = add + 0.4
             done = add + a.lr
         heapq.heappush(free, done + 1.0)
         end = max(end, done + 1.0)
-    return end
+    return end, gaps
 
 
 def orders(a):
     num_n, pairs = a.seqlen // a.bn, a.pairs
-    atomic = [(p, n, True) for p in range(pairs) for n in range(num_n)]
-    head_major = [(p, num_n - 1 - k, False) for p in range(pairs) for k in range(num_n)]
+    atomic = [(p, n, True, False) for p in range(pairs) for n in range(num_n)]
+    head_major = [(p, num_n - 1 - k, False, False) for p in range(pairs) for k in range(num_n)]
     per = max(1, min(pairs, a.slots // num_n)) if num_n < a.slots else 1
-    grouped = [(g0 + i, num_n - 1 - k, False) for g0 in range(0, pairs, per) for k in range(num_n)
-               for i in range(min(per, pairs - g0))]
-    last_asc = head_major[: (pairs - 1) * num_n] + [(pairs - 1, n, True) for n in range(num_n)]
-    return atomic, {"head-major": head_major, "grouped": grouped, "last-asc": last_asc}
+    grouped = [(g0 + i, num_n - 1 - k, False, False) for g0 in range(0, pairs, per)
+               for k in range(num_n) for i in range(min(per, pairs - g0))]
+    last_pair = [(pairs - 1, n, True, False) for n in range(num_n)]
+    last_asc = head_major[: (pairs - 1) * num_n] + last_pair
+    schedules = {"head-major": head_major, "grouped": grouped, "last-asc": last_asc}
+    if a.causal:
+        schedules["walk"] = [(p, n, asc, True) for p, n, asc, _ in head_major[: (pairs - 1) * num_n]]
+        schedules["walk"] += last_pair
+    return atomic, schedules
 
 
 def main():
@@ -78,18 +122,22 @@ def main():
     ap.add_argument("--slots", type=int, default=132)
     ap.add_argument("--lr", type=float, default=1.5, help="us from issuing the adds to their completion")
     ap.add_argument("--ls", type=float, default=1.0, help="us from a release to the waiter seeing it")
+    ap.add_argument("--up", type=int, default=2, help="the walk's cells up per key tile")
+    ap.add_argument("--writers", type=int, default=1, choices=[1, 2], help="dQ writers per CTA")
+    ap.add_argument("--tile-us", type=float, default=0, help="us of MMAs per query tile (0: H200's)")
     a = ap.parse_args()
     # The Hopper tiles (codegen/sm90a_tile_shapes.cpp) and the measured time per query tile of the
     # atomic mode (H200, bf16: ~540 TFLOP/s at hdim 64 / 128, ~370 at hdim 256).
     a.bm, a.bn = {64: (128, 128), 128: (64, 128), 256: (64, 64)}[a.hdim]
-    a.tile_us = {64: 2.3, 128: 2.6, 256: 4.1}[a.hdim]
+    a.tile_us = a.tile_us or {64: 2.3, 128: 2.6, 256: 4.1}[a.hdim]
     a.prologue = 2.0
     atomic, schedules = orders(a)
-    base = run(atomic, a, det=False)
-    print(f"atomic {base / 1000:.2f} ms")
+    base, gaps = run(atomic, a, det=False)
+    print(f"atomic     {base / 1000:.2f} ms")
     for name, order in schedules.items():
-        t = run(order, a, det=True)
-        print(f"{name:10s} {t / 1000:.2f} ms  deterministic / atomic {base / t:.3f}")
+        t, gaps = run(order, a, det=True)
+        print(f"{name:10s} {t / 1000:.2f} ms  deterministic / atomic {base / t:.3f}  revisit p50 "
+              f"{percentile(gaps, 0.5):.1f} p90 {percentile(gaps, 0.9):.1f} tiles")
 
 
 if __name__ == "__main__":
