@@ -10,7 +10,8 @@
 #   .carry/alt/walk/fmha-jit prebuild FILE --cache-dir .carry/cache
 # 1. the walk build's deterministic suites (their GQA causal cases walk) and example 37;
 # 2. current / walk, ABBA, on the deterministic GQA causal rows, an MHA control (no walk) and the
-#    atomic GQA row (the det / atomic ratio); 3. the cells up swept with the override
+#    atomic GQA row (the det / atomic ratio); 3. the walk's gradients against head-major's, bit
+#    for bit (the override at 0 and 2); 4. the cells up swept with the override
 #    (FMHA_JIT_BWD_DET_UP_CELLS; 0 = head-major) on two GQA rows, and on MHA, where u = 2 is
 #    head-major's order through the walk's arithmetic (its cost). Each sweep goes up, then down.
 # Run from the repository root with .carry/ staged; logs go to $OUT.
@@ -26,6 +27,26 @@ echo "=== A/B at ${SECONDS}s"
 OUT=$out BRANCH=walk ABBA=1 SUITES="gpu sm90a bwd: deterministic*;gpu sm90a bwd: seqlen 1*" \
   ROWS="${ROWS:-bwd,128,8192,2,32,8,causal_top_left,1 bwd,128,2048,8,32,8,causal_top_left,1 bwd,128,512,32,32,8,causal_top_left,1 bwd,128,16384,1,32,8,causal_top_left,1 bwd,128,8192,2,16,16,causal_top_left,1 bwd,128,8192,2,32,8,causal_top_left,0}" \
   timeout --signal=KILL 420 bash "$(dirname "$0")/ab_branch_call.sh" 2>&1
+echo "=== the walk's gradients against head-major's, bit for bit, at ${SECONDS}s"
+# The walk moves visits in time only: the additions keep their order, so dQ (and dK, dV) must be
+# the same bytes as with det_up_cells = 0. GQA at hdim 128 and 256, and the bottom-right mask
+# with more keys than queries (the clamped corner, where k0 > n_block).
+for case in "128 3001 3001 causal" "256 2000 2000 causal" "128 1500 3001 causal-br"; do
+  read -r d sq sk m <<<"$case"
+  for u in 0 2; do
+    rm -rf /tmp/walk-bits-u$u
+    FMHA_JIT_BWD_DET_UP_CELLS=$u timeout 60 .carry/alt/walk-u/fmha-jit run --family bwd \
+      --hdim-q "$d" --seqlen-q "$sq" --seqlen-k "$sk" --batch 2 --nhead-q 12 --nhead-k 3 \
+      --mask "$m" --deterministic --seed 7 --outputs /tmp/walk-bits-u$u -q
+  done
+  for t in dq dk dv; do
+    r=missing
+    if [ -f /tmp/walk-bits-u0/$t.npy ] && [ -f /tmp/walk-bits-u2/$t.npy ]; then
+      cmp -s /tmp/walk-bits-u0/$t.npy /tmp/walk-bits-u2/$t.npy && r=identical || r=DIFFERENT
+    fi
+    echo "hdim $d Sq $sq Sk $sk $m: $t $r"
+  done
+done
 echo "=== cells up at ${SECONDS}s"
 sweep() {  # hdim seqlen batch hq hk "u u u"
   local u
