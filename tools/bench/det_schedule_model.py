@@ -132,7 +132,7 @@ def main():
     a.tile_us = a.tile_us or {64: 2.3, 128: 2.6, 256: 4.1}[a.hdim]
     a.prologue = 2.0
     atomic, schedules = orders(a)
-    base, gaps = run(atomic, a, det=False)
+    base, _ = run(atomic, a, det=False)
     print(f"atomic     {base / 1000:.2f} ms")
     for name, order in schedules.items():
         t, gaps = run(order, a, det=True)
