@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Session 23's second call (short budget): ab-plan-9c.txt's three sets, then the walk's cells up
+# (FMHA_JIT_BWD_DET_UP_CELLS, walk-u build) on GQA 32:8 S 8192 causal, up and back down, then the
+# walk's dq / dk / dv against head-major's byte for byte (u = 2 against u = 0) in two cases. Run
+# from the repository root with .carry/ staged; logs go to $OUT.
+source "$(dirname "$0")/call_env.sh"
+PLAN=tools/device/patches/ab-plan-9c.txt LIMIT=${LIMIT:-75} bash "$(dirname "$0")/patches_ab_call.sh"
+echo "=== cells up at ${SECONDS}s"
+for u in 0 1 2 3 4 4 3 2 1 0; do
+  echo -n "GQA S 8192 u=$u: "
+  FMHA_JIT_BWD_DET_UP_CELLS=$u timeout 40 .carry/alt/walk-u/fmha-jit bench --family bwd \
+    --hdim-q 128 --seqlen-q 8192 --batch 2 --nhead-q 32 --nhead-k 8 --mask causal_top_left \
+    --deterministic --repeat 10 --warmup 3 2>&1 | tail -1
+done
+echo "=== bit for bit at ${SECONDS}s"
+for case in "128 3001 3001 causal" "128 1500 3001 causal-br"; do
+  read -r d sq sk m <<<"$case"
+  for u in 0 2; do
+    rm -rf /tmp/walk-bits-u$u
+    FMHA_JIT_BWD_DET_UP_CELLS=$u timeout 60 .carry/alt/walk-u/fmha-jit run --family bwd \
+      --hdim-q "$d" --seqlen-q "$sq" --seqlen-k "$sk" --batch 2 --nhead-q 12 --nhead-k 3 \
+      --mask "$m" --deterministic --seed 7 --outputs /tmp/walk-bits-u$u -q > /dev/null 2>&1
+  done
+  for t in dq dk dv; do
+    r=missing
+    if [ -f /tmp/walk-bits-u0/$t.npy ] && [ -f /tmp/walk-bits-u2/$t.npy ]; then
+      cmp -s /tmp/walk-bits-u0/$t.npy /tmp/walk-bits-u2/$t.npy && r=identical || r=DIFFERENT
+    fi
+    echo "hdim $d Sq $sq Sk $sk $m: $t $r"
+  done
+done
+echo "all done at ${SECONDS}s"
