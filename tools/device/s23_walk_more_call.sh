@@ -19,7 +19,7 @@ for case in "128 3001 3001 causal" "128 1500 3001 causal-br"; do
     rm -rf /tmp/walk-bits-u$u
     FMHA_JIT_BWD_DET_UP_CELLS=$u timeout 60 .carry/alt/walk-u/fmha-jit run --family bwd \
       --hdim-q "$d" --seqlen-q "$sq" --seqlen-k "$sk" --batch 2 --nhead-q 12 --nhead-k 3 \
-      --mask "$m" --deterministic --seed 7 --outputs /tmp/walk-bits-u$u -q > /dev/null 2>&1
+      --mask "$m" --deterministic --seed 7 --outputs /tmp/walk-bits-u$u > /dev/null 2>&1
   done
   for t in dq dk dv; do
     r=missing
