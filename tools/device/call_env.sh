@@ -59,3 +59,23 @@ json.dump([{"family": ["fwd", "bwd"], "dtype": ["fp16", "bf16"], "hdim_q": d, "h
 PY
   timeout 120 "$1" prebuild "$sweep" -j "$(nproc)" 2>&1 | tail -1
 }
+
+# compare_walk_bits FMHA_JIT HDIM SEQLEN_Q SEQLEN_K MASK: one deterministic backward (GQA 12:3, 2
+# batches, seed 7) with FMHA_JIT_BWD_DET_UP_CELLS = 0 (head-major) and 2 (the up-down walk; a
+# build with bwd-det-up-cells-override.patch), its dq / dk / dv compared byte for byte.
+compare_walk_bits() {
+  local u t r
+  for u in 0 2; do
+    rm -rf /tmp/walk-bits-u$u
+    FMHA_JIT_BWD_DET_UP_CELLS=$u timeout 60 "$1" run --family bwd --hdim-q "$2" --seqlen-q "$3" \
+      --seqlen-k "$4" --batch 2 --nhead-q 12 --nhead-k 3 --mask "$5" --deterministic --seed 7 \
+      --outputs /tmp/walk-bits-u$u > /dev/null 2>&1
+  done
+  for t in dq dk dv; do
+    r=missing
+    if [ -f /tmp/walk-bits-u0/$t.npy ] && [ -f /tmp/walk-bits-u2/$t.npy ]; then
+      cmp -s /tmp/walk-bits-u0/$t.npy /tmp/walk-bits-u2/$t.npy && r=identical || r=DIFFERENT
+    fi
+    echo "hdim $2 Sq $3 Sk $4 $5: $t $r"
+  done
+}

@@ -30,23 +30,11 @@ OUT=$out BRANCH=walk ABBA=1 SUITES="gpu sm90a bwd: deterministic*;gpu sm90a bwd:
 echo "=== the walk's gradients against head-major's, bit for bit, at ${SECONDS}s"
 # The walk moves dQ's visits in time only: its additions keep their order, so dQ must be the same
 # bytes as with det_up_cells = 0. dK and dV may differ (session 23 saw them differ): each CTA sums
-# its own query tiles in registers, and the walk reorders them. GQA at hdim 128 and 256, and the bottom-right mask
-# with more keys than queries (the clamped corner, where k0 > n_block).
+# its own query tiles in registers, and the walk reorders them. GQA at hdim 128 and 256, and the
+# bottom-right mask with more keys than queries (the clamped corner, where k0 > n_block).
 for case in "128 3001 3001 causal" "256 2000 2000 causal" "128 1500 3001 causal-br"; do
   read -r d sq sk m <<<"$case"
-  for u in 0 2; do
-    rm -rf /tmp/walk-bits-u$u
-    FMHA_JIT_BWD_DET_UP_CELLS=$u timeout 60 .carry/alt/walk-u/fmha-jit run --family bwd \
-      --hdim-q "$d" --seqlen-q "$sq" --seqlen-k "$sk" --batch 2 --nhead-q 12 --nhead-k 3 \
-      --mask "$m" --deterministic --seed 7 --outputs /tmp/walk-bits-u$u -q
-  done
-  for t in dq dk dv; do
-    r=missing
-    if [ -f /tmp/walk-bits-u0/$t.npy ] && [ -f /tmp/walk-bits-u2/$t.npy ]; then
-      cmp -s /tmp/walk-bits-u0/$t.npy /tmp/walk-bits-u2/$t.npy && r=identical || r=DIFFERENT
-    fi
-    echo "hdim $d Sq $sq Sk $sk $m: $t $r"
-  done
+  compare_walk_bits .carry/alt/walk-u/fmha-jit "$d" "$sq" "$sk" "$m"
 done
 echo "=== cells up at ${SECONDS}s"
 sweep() {  # hdim seqlen batch hq hk "u u u"

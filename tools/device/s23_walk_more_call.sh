@@ -15,18 +15,6 @@ done
 echo "=== bit for bit at ${SECONDS}s"
 for case in "128 3001 3001 causal" "128 1500 3001 causal-br"; do
   read -r d sq sk m <<<"$case"
-  for u in 0 2; do
-    rm -rf /tmp/walk-bits-u$u
-    FMHA_JIT_BWD_DET_UP_CELLS=$u timeout 60 .carry/alt/walk-u/fmha-jit run --family bwd \
-      --hdim-q "$d" --seqlen-q "$sq" --seqlen-k "$sk" --batch 2 --nhead-q 12 --nhead-k 3 \
-      --mask "$m" --deterministic --seed 7 --outputs /tmp/walk-bits-u$u > /dev/null 2>&1
-  done
-  for t in dq dk dv; do
-    r=missing
-    if [ -f /tmp/walk-bits-u0/$t.npy ] && [ -f /tmp/walk-bits-u2/$t.npy ]; then
-      cmp -s /tmp/walk-bits-u0/$t.npy /tmp/walk-bits-u2/$t.npy && r=identical || r=DIFFERENT
-    fi
-    echo "hdim $d Sq $sq Sk $sk $m: $t $r"
-  done
+  compare_walk_bits .carry/alt/walk-u/fmha-jit "$d" "$sq" "$sk" "$m"
 done
 echo "all done at ${SECONDS}s"
