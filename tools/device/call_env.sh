@@ -79,3 +79,16 @@ compare_walk_bits() {
     echo "hdim $2 Sq $3 Sk $4 $5: $t $r"
   done
 }
+
+# sweep_up_cells HDIM SEQLEN BATCH HQ HK "u u u": the deterministic causal backward benched at each
+# FMHA_JIT_BWD_DET_UP_CELLS in the list and back down (a trend that follows the order shows as
+# one), with the walk-u build (bwd-det-up-cells-override.patch).
+sweep_up_cells() {
+  local u
+  for u in $6 $(echo $6 | tr ' ' '\n' | tac); do
+    echo -n "$2 x $3 $4:$5 u=$u: "
+    FMHA_JIT_BWD_DET_UP_CELLS=$u timeout 40 .carry/alt/walk-u/fmha-jit bench --family bwd \
+      --hdim-q "$1" --seqlen-q "$2" --batch "$3" --nhead-q "$4" --nhead-k "$5" \
+      --mask causal_top_left --deterministic --repeat 10 --warmup 3 2>&1 | tail -1
+  done
+}

@@ -37,16 +37,7 @@ for case in "128 3001 3001 causal" "256 2000 2000 causal" "128 1500 3001 causal-
   compare_walk_bits .carry/alt/walk-u/fmha-jit "$d" "$sq" "$sk" "$m"
 done
 echo "=== cells up at ${SECONDS}s"
-sweep() {  # hdim seqlen batch hq hk "u u u"
-  local u
-  for u in $6 $(echo $6 | tr ' ' '\n' | tac); do
-    echo -n "$2 x $3 $4:$5 u=$u: "
-    FMHA_JIT_BWD_DET_UP_CELLS=$u timeout 40 .carry/alt/walk-u/fmha-jit bench --family bwd \
-      --hdim-q "$1" --seqlen-q "$2" --batch "$3" --nhead-q "$4" --nhead-k "$5" \
-      --mask causal_top_left --deterministic --repeat 10 --warmup 3 2>&1 | tail -1
-  done
-}
-sweep 128 8192 2 32 8 "0 1 2 3 4 8"
-sweep 128 2048 8 32 8 "0 1 2 4 8"
-sweep 128 8192 2 16 16 "0 1 2"
+sweep_up_cells 128 8192 2 32 8 "0 1 2 3 4 8"
+sweep_up_cells 128 2048 8 32 8 "0 1 2 4 8"
+sweep_up_cells 128 8192 2 16 16 "0 1 2"
 echo "all done at ${SECONDS}s"

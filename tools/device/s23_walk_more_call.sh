@@ -6,12 +6,7 @@
 source "$(dirname "$0")/call_env.sh"
 PLAN=tools/device/patches/ab-plan-9c.txt LIMIT=${LIMIT:-75} bash "$(dirname "$0")/patches_ab_call.sh"
 echo "=== cells up at ${SECONDS}s"
-for u in 0 1 2 3 4 4 3 2 1 0; do
-  echo -n "GQA S 8192 u=$u: "
-  FMHA_JIT_BWD_DET_UP_CELLS=$u timeout 40 .carry/alt/walk-u/fmha-jit bench --family bwd \
-    --hdim-q 128 --seqlen-q 8192 --batch 2 --nhead-q 32 --nhead-k 8 --mask causal_top_left \
-    --deterministic --repeat 10 --warmup 3 2>&1 | tail -1
-done
+sweep_up_cells 128 8192 2 32 8 "0 1 2 3 4"
 echo "=== bit for bit at ${SECONDS}s"
 for case in "128 3001 3001 causal" "128 1500 3001 causal-br"; do
   read -r d sq sk m <<<"$case"
