@@ -10,11 +10,13 @@ linear launch index is its record's position):
    turn (poll), for the bulk copies to read shared memory (read), for the adds to complete and the
    release (done), and ns from start to its first turn; 11-15 the same for writer 1 (the hdim 256
    kernel's second dQ round); 16-17 cycles each consumer warpgroup waited for a free dQ block
-   (stall; hdim 256 kernel only); 18-19 each consumer warpgroup's end (ns).
+   (stall; hdim 256 kernel only); 18-19 each consumer warpgroup's end (ns); 20 query tiles the
+   CTA visited (0 from builds before session 24).
 Cycle counts assume the H200's / H100's 1980 MHz boost clock (--mhz to change).
 
 Usage: trace_bwd_sm90a.py [--mhz F] FILE:TILES [FILE:TILES ...], TILES = query tiles per CTA
-(seqlen_q / 64 at hdim 256 without GQA).
+(seqlen_q / 64 at hdim 256 without GQA), or 0 to take each CTA's own count from its record
+(causal masks, where CTAs differ).
 """
 import argparse
 import struct
@@ -49,16 +51,21 @@ def summarise(records, tiles, mhz):
     sms = len({r[0] for r in records})
     rounds = 2 if any(r[11:16] != (0,) * 5 for r in records) else 1
 
+    counts = [tiles or r[20] for r in records]
+    if min(counts) <= 0:
+        raise SystemExit("TILES = 0 needs records with the visit count (field 20)")
+    total = sum(counts)
+
     def per_tile(field):
-        return mean([sum(cycles_us(r, field + 5 * k) for k in range(rounds)) / rounds
-                     for r in records]) / tiles
+        return sum(sum(cycles_us(r, field + 5 * k) for k in range(rounds)) / rounds
+                   for r in records) / total
 
     return {
         "span_us": span_us,
         "sm_busy": sum(durations) / (span_us * sms),
         "cta_us": mean(durations),
-        "tile_us": mean(durations) / tiles,
-        "consumer_stall": mean([(cycles_us(r, 16) + cycles_us(r, 17)) / 2 for r in records]) / tiles,
+        "tile_us": sum(durations) / total,
+        "consumer_stall": sum((cycles_us(r, 16) + cycles_us(r, 17)) / 2 for r in records) / total,
         "writer_full": per_tile(6),
         "writer_poll": per_tile(7),
         "writer_read": per_tile(8),
