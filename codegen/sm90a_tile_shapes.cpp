@@ -108,6 +108,8 @@ TileShape wgmma_sm90a_bwd_tile(const FmhaKernelConfig& c) {
 }
 
 int wgmma_sm90a_bwd_smem_bytes(const FmhaKernelConfig& c) {
+  constexpr int kWalkBytes =
+      64;  // kFmhaBwdSm90aWalkBytes (templates/bwd/fmha_bwd_sm90a_schedule.h)
   const int block_n = bwd_block_n(c.hdim_q);
   const int kv = block_n * c.hdim_q * 2;
   const int q = c.block_m * c.hdim_q * 2;
@@ -116,19 +118,19 @@ int wgmma_sm90a_bwd_smem_bytes(const FmhaKernelConfig& c) {
     // FmhaBwdSm90aHd256Shape::kSmemBytes: K and V (64 keys), num_stages Q tiles and one dO tile,
     // P^T and dS^T (64 x 64, 16-bit), two 8 KB exchange buffers, 3 - num_stages fp32 dQ blocks
     // per consumer warpgroup, num_stages LSE rows and one D row, 1 + 2 x num_stages + 6 +
-    // 2 x dQ blocks mbarriers, 1 KB of alignment.
+    // 2 x dQ blocks mbarriers, the up-down walk, 1 KB of alignment.
     const int tile = block_n * c.block_m * 2;
     const int dq_buffers = 3 - c.num_stages;
     return 2 * kv + (c.num_stages + 1) * q + 2 * tile + 2 * 8192 + 2 * dq_buffers * dq +
            (c.num_stages + 1) * c.block_m * 4 + (1 + 2 * c.num_stages + 6 + 2 * dq_buffers) * 8 +
-           1024;
+           kWalkBytes + 1024;
   }
   // FmhaBwdSm90aShape::kSmemBytes: K and V (128 keys), num_stages Q and dO tiles, two halves of
   // dS^T (128 keys x block_m), two fp32 dQ blocks (64 x 64), num_stages LSE and D rows,
-  // 1 + 3 x num_stages + 4 mbarriers, 1 KB of alignment.
+  // 1 + 3 x num_stages + 4 mbarriers, the up-down walk, 1 KB of alignment.
   const int ds = block_n * c.block_m * 2;
   return 2 * kv + 2 * c.num_stages * q + 2 * ds + 2 * dq + 2 * c.num_stages * c.block_m * 4 +
-         (1 + 3 * c.num_stages + 4) * 8 + 1024;
+         (1 + 3 * c.num_stages + 4) * 8 + kWalkBytes + 1024;
 }
 
 int wgmma_sm90a_smem_bytes(const FmhaKernelConfig& c) {

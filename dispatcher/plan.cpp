@@ -404,6 +404,17 @@ int det_asc_pairs(const FmhaKernelConfig& c, const FmhaProblem& p) {
   return c.impl == KernelImpl::wgmma_sm90a && causal && pairs <= kMaxPairs ? 1 : 0;
 }
 
+int det_up_cells(const FmhaKernelConfig& c, const FmhaProblem& p) {
+  // With one query head the head-major order already is the walk that takes every own cell on
+  // the way up (2 iterations of slack at 128-key / 64-query tiles), so it applies to GQA only.
+  // 2 cells: the slack MHA's order has, which hides a link's release (one L2 round trip for the
+  // adds, one for the semaphore) behind the next CTA's work.
+  constexpr int kUpCells = 2;
+  const bool gqa = p.nhead_k > 0 && p.nhead_q / p.nhead_k > 1;
+  return c.impl == KernelImpl::wgmma_sm90a && c.deterministic && is_causal(c.mask) && gqa ? kUpCells
+                                                                                          : 0;
+}
+
 BwdWorkspaceLayout bwd_workspace_layout(const FmhaKernelConfig& c, const FmhaProblem& p) {
   BwdWorkspaceLayout w;
   if (c.family != Family::bwd) return w;

@@ -49,6 +49,10 @@ int det_group_heads(const FmhaKernelConfig& canonical, const FmhaProblem& proble
 // Deterministic wgmma_sm90a backward: how many of the last (kv head, batch) pairs take their
 // key-tile chains in increasing order (FmhaBwdParams::det_asc_pairs, same place for why).
 int det_asc_pairs(const FmhaKernelConfig& canonical, const FmhaProblem& problem);
+// Deterministic wgmma_sm90a backward under a causal mask: the up-down walk's cells per key tile on
+// the way up (FmhaBwdParams::det_up_cells; why in templates/bwd/fmha_bwd_sm90a_schedule.h,
+// FmhaBwdSm90aWork); 0 keeps the head-major order.
+int det_up_cells(const FmhaKernelConfig& canonical, const FmhaProblem& problem);
 
 // Query tiles of block_m rows that see each key tile of block_n keys under the config's mask:
 // the backward's work per key tile and query head.

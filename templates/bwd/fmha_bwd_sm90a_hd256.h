@@ -68,7 +68,8 @@ struct FmhaBwdSm90aHd256Shape {
     kDsumOffset = kLseOffset + kStages * kBlockM * 4,
     kBarOffset = kDsumOffset + kBlockM * 4,
     kBarriers = 1 + 2 * kStages + 2 + 4 + 2 * kDqBuffers,
-    kSmemBytes = kBarOffset + kBarriers * 8 + 1024,
+    kWalkOffset = kBarOffset + kBarriers * 8,  // the up-down walk (FmhaBwdSm90aWalk)
+    kSmemBytes = kWalkOffset + kFmhaBwdSm90aWalkBytes + 1024,
     // What FmhaBwdSm90aMma reads: S^T / dP^T over the whole head dim, dQ over 64 keys.
     kKStepsHdim = kHdim / 16,
     kKStepsQuery = kBlockM / 16,
@@ -119,20 +120,23 @@ enum { kFmhaBwdHd256BarExchange = 1, kFmhaBwdHd256BarDs = 2 };
 
 // Warp 0: K and V once; then per query tile Q with its LSE rows (kStages deep) and dO with its D
 // rows (one deep), as in fmha_bwd_sm90a_produce.
-template <class Shape, int kMaskKind, bool kDeterministic>
+template <class Shape, int kMaskKind, bool kDeterministic, bool kWalks>
 FMHA_DEVICE void fmha_bwd_sm90a_hd256_produce(const FmhaBwdSm90Params& P, unsigned smem,
                                               const FmhaBwdSm90aHd256Barriers<Shape>& bars) {
-  enum { kBlockM = Shape::kBlockM };
+  enum { kBlockM = Shape::kBlockM, kRatio = Shape::kBlockN / Shape::kBlockM };
   const FmhaFwdParams& f = P.bwd.fwd;
   const FmhaBwdSm90aWork w = fmha_bwd_sm90a_work<Shape, kMaskKind, kDeterministic>(P.bwd);
   const int lane = fmha_lane_id();
   if (lane == 0) {
     fmha_bwd_sm90a_load_kv<Shape>(P, smem, bars.kv_full(), w.n_block * Shape::kBlockN, w.hk, w.b);
   }
+  const FmhaBwdSm90aWalkSmem walk{smem + Shape::kWalkOffset};
+  const bool walks = kWalks;  // the caller read the walk (runs its loops once per value)
   FmhaRingPos ring{0, 0u};
   for (int it = 0; it < w.num_iters; ++it) {
-    const int h = w.head(it);
-    const int m0 = w.m_block(it) * kBlockM;
+    const FmhaBwdSm90aVisit visit = fmha_bwd_sm90a_visit<kRatio>(w, walk, walks, it);
+    const int h = visit.head;
+    const int m0 = visit.m_block * kBlockM;
     const fmha_index_t stat = (static_cast<fmha_index_t>(w.b) * f.nhead_q + h) * f.seqlen_q + m0;
     float lse_rows[kBlockM / 32], d_rows[kBlockM / 32];  // loaded ahead of both waits below
     fmha_bwd_sm90a_load_stat_rows<kBlockM>(P, stat, m0, lse_rows, d_rows);
@@ -197,11 +201,11 @@ FMHA_DEVICE void fmha_bwd_sm90a_hd256_store_tile(unsigned tile, const float (&v)
 
 // Consumer warpgroup kCw (a template parameter: which n8 blocks of S^T it sends and which it
 // keeps must be compile-time indices, or the accumulators would go to local memory).
-template <class Element, class Shape, int kMaskKind, bool kDeterministic, int kCw>
+template <class Element, class Shape, int kMaskKind, bool kDeterministic, int kCw, bool kWalks>
 FMHA_DEVICE void fmha_bwd_sm90a_hd256_consume(const FmhaBwdSm90Params& P, unsigned smem,
                                               const FmhaBwdSm90aHd256Barriers<Shape>& bars) {
   using Mma = FmhaBwdSm90aMma<Element, Shape>;
-  enum { kBlockM = Shape::kBlockM };
+  enum { kBlockM = Shape::kBlockM, kRatio = Shape::kBlockN / Shape::kBlockM };
   const FmhaFwdParams& f = P.bwd.fwd;
   const FmhaBwdSm90aWork w = fmha_bwd_sm90a_work<Shape, kMaskKind, kDeterministic>(P.bwd);
   const int lane = fmha_lane_id();
@@ -230,10 +234,12 @@ FMHA_DEVICE void fmha_bwd_sm90a_hd256_consume(const FmhaBwdSm90Params& P, unsign
   for (int hf = 0; hf < 2; ++hf)
     seen[hf] = fmha_bwd_key_queries<kMaskKind>(n0 + key_row + hf * 8, f);
 
+  const FmhaBwdSm90aWalkSmem walk{smem + Shape::kWalkOffset};
+  const bool walks = kWalks;  // the caller read the walk (runs its loops once per value)
   fmha_mbarrier_wait(bars.kv_full(), 0);
   FmhaRingPos ring{0, 0u};
   for (int it = 0; it < w.num_iters; ++it) {
-    const int m0 = w.m_block(it) * kBlockM;
+    const int m0 = fmha_bwd_sm90a_visit<kRatio>(w, walk, walks, it).m_block * kBlockM;
     const unsigned q_tile = smem + Shape::kQOffset + ring.slot * Shape::kQBytes;
     const unsigned do_tile = smem + Shape::kDoOffset;
     const unsigned col_pair = (lane & 3) * 8;  // this lane's two columns of an n8 block, fp32
@@ -365,13 +371,22 @@ FMHA_DEVICE void fmha_bwd_sm90a_hd256_dq_dk_dv(const FmhaBwdSm90Params& P, char*
         fmha_mbarrier_init(bars.dq_empty(cw, buf), 1);
     }
     fmha_mbarrier_init_fence();
+    fmha_bwd_sm90a_store_walk<Shape, kMaskKind, kDeterministic>(P, smem + Shape::kWalkOffset);
   }
   fmha_sync_threads();
+  // Each role's loops once per value of `walks`, as in fmha_bwd_sm90a_dq_dk_dv.
+  const bool walks = fmha_bwd_sm90a_walks<kMaskKind, kDeterministic>(
+      FmhaBwdSm90aWalkSmem{smem + Shape::kWalkOffset});
   const int wg = fmha_warpgroup_idx();
   if (wg == 0) {
     fmha_setmaxnreg_dec<40>();  // 40 + 2 x 232 within the 168 x 384 of the launch
     const int warp = fmha_warp_id();
-    if (warp == 0) fmha_bwd_sm90a_hd256_produce<Shape, kMaskKind, kDeterministic>(P, smem, bars);
+    if (warp == 0) {
+      if (walks)
+        fmha_bwd_sm90a_hd256_produce<Shape, kMaskKind, kDeterministic, true>(P, smem, bars);
+      else
+        fmha_bwd_sm90a_hd256_produce<Shape, kMaskKind, kDeterministic, false>(P, smem, bars);
+    }
     // Warps 1 and 2: one dQ writer per round, so that one round's wait for its adds to complete
     // (deterministic mode) overlaps the other's. One thread doing both spent two L2 round trips
     // per query tile, more than the tile's MMAs at S 16384 (H200, bf16, deterministic / atomic:
@@ -379,15 +394,30 @@ FMHA_DEVICE void fmha_bwd_sm90a_hd256_dq_dk_dv(const FmhaBwdSm90Params& P, char*
     // 0.90 with two writers; causal 0.85, 0.79, 0.85). Each writer hands its round's dQ blocks
     // back (dq_empty) once its copies have read them.
     if ((warp == 1 || warp == 2) && fmha_lane_id() == 0) {
-      fmha_bwd_sm90a_write_dq<Shape, FmhaBwdSm90aHd256Barriers<Shape>, kMaskKind, kDeterministic>(
-          P, smem, bars, warp - 1);
+      using Bars = FmhaBwdSm90aHd256Barriers<Shape>;
+      if (walks)
+        fmha_bwd_sm90a_write_dq<Shape, Bars, kMaskKind, kDeterministic, true>(P, smem, bars,
+                                                                              warp - 1);
+      else
+        fmha_bwd_sm90a_write_dq<Shape, Bars, kMaskKind, kDeterministic, false>(P, smem, bars,
+                                                                               warp - 1);
     }
     return;
   }
   fmha_setmaxnreg_inc<232>();
   if (wg == 1) {
-    fmha_bwd_sm90a_hd256_consume<Element, Shape, kMaskKind, kDeterministic, 0>(P, smem, bars);
+    if (walks)
+      fmha_bwd_sm90a_hd256_consume<Element, Shape, kMaskKind, kDeterministic, 0, true>(P, smem,
+                                                                                       bars);
+    else
+      fmha_bwd_sm90a_hd256_consume<Element, Shape, kMaskKind, kDeterministic, 0, false>(P, smem,
+                                                                                        bars);
   } else {
-    fmha_bwd_sm90a_hd256_consume<Element, Shape, kMaskKind, kDeterministic, 1>(P, smem, bars);
+    if (walks)
+      fmha_bwd_sm90a_hd256_consume<Element, Shape, kMaskKind, kDeterministic, 1, true>(P, smem,
+                                                                                       bars);
+    else
+      fmha_bwd_sm90a_hd256_consume<Element, Shape, kMaskKind, kDeterministic, 1, false>(P, smem,
+                                                                                        bars);
   }
 }

@@ -128,15 +128,45 @@ FMHA_DEVICE FmhaBwdKeyTileCta fmha_bwd_key_tile_cta(const FmhaBwdParams& p) {
 // ---------------------------------------------------------------------------------------------
 // The CTA's work: key tile, kv head, batch, and the (query head, query tile) pairs it visits:
 // head-major with the query tiles upwards, or, on a deterministic chain in increasing key tiles
-// (fmha_bwd_key_tile_cta), query tiles downwards with the heads innermost. Every role derives it
-// from the same call, so their loops agree. Iteration `it` splits once into an outer and an inner
-// index by `inner` (m_count, or group when ascending): one division per iteration whichever the
-// order; selecting between two orders' divisions cost the non-ascending chains 2-4 % (session 9).
-// In the atomic mode each CTA starts its query tiles at offset `rot` (its key tile modulo their
-// count) and wraps around: without it, every key tile of a head would reduce-add into the same dQ
-// tile at the same time (non-causal masks), and those adds queue at the same L2 lines. The
-// deterministic mode keeps rot = 0: its chains already put neighbouring key tiles one query tile
-// apart, and their order is what the semaphores count.
+// (fmha_bwd_key_tile_cta), query tiles downwards with the heads innermost, or, on a decreasing
+// deterministic chain under a causal mask, the up-down walk below. Every role derives it from the
+// same call, so their loops agree. Iteration `it` splits once into an outer and an inner index by
+// `inner` (m_count, or group when ascending): one division per iteration whichever of the first
+// two orders; selecting between two orders' divisions cost the non-ascending chains 2-4 %
+// (session 9). In the atomic mode each CTA starts its query tiles at offset `rot` (its key tile
+// modulo their count) and wraps around: without it, every key tile of a head would reduce-add into
+// the same dQ tile at the same time (non-causal masks), and those adds queue at the same L2 lines.
+// The deterministic mode keeps rot = 0: its chains already put neighbouring key tiles one query
+// tile apart, and their order is what the semaphores count.
+//
+// The up-down walk (deterministic, causal, decreasing chain, FmhaBwdParams::det_up_cells = u > 0).
+// Key tile k of a causal chain sees the query tiles [lo(k), end), and lo never decreases with k,
+// so the cells (query head, query tile) of the tiles [lo(k), lo(k + 1)) are k's own: in the
+// decreasing order k adds there first and waits for nobody (the chain's top K owns [lo(K), end)).
+// Head-major, CTA k visits a cell 2 (h + 1) iterations after CTA k + 1 did at query head h of a
+// 128-key / 64-query tile (plus the launch's stagger between them), so at GQA 32:8 each Q, dO
+// and dQ tile of the later heads is touched again only after the GPU has streamed 4-10
+// iterations' worth of tiles (~8 MB each) through L2, where MHA's single head waits 2. The
+// hypothesis behind the walk (session 22, not yet measured): that reuse distance is why the
+// deterministic GQA causal rows run at 0.73-0.86 x the atomic mode while MHA runs at 0.91-0.97
+// and GQA without a mask (every chain in step on the same query tile) at 0.92-0.99. The walk
+// of CTA n is defined by W(n) = [the first u of n's own cells] W(n + 1) [n's other own cells],
+// W(K) = K's own cells, each own set query tile by query tile with the heads innermost: every
+// cell n shares with n + 1 comes exactly u iterations later in n's walk than in n + 1's. So u
+// iterations separate the chain's visits of a cell (the slack that hides one link's release
+// behind the next CTA's work), and the walk goes up through the first u cells of each own set,
+// then down through the rest. The order of the additions, and dQ bit for bit, stay those of
+// the decreasing chain (the turns count key tiles, not iterations).
+// Index arithmetic: under causal masks a key tile moves the diagonal by kBlockN rows, so
+// lo(k + 1) - lo(k) is at most r = kBlockN / kBlockM, and exactly r between the first key tile
+// with own cells at or above the CTA's (k0: below it, in the bottom-right mask's clamped corner,
+// the tiles see the same query tiles and own none) and the top K. fmha_bwd_sm90a_plan_walk checks
+// lo(K) = lo(k0 + 1) + r (K - k0 - 1), which with steps of at most r proves every step between,
+// and keeps the head-major order if it fails.
+struct FmhaBwdSm90aVisit {
+  int head, m_block;
+};
+
 struct FmhaBwdSm90aWork {
   int n_block, hk, b, group, m_lo, m_count;
   int num_iters;         // this CTA's iterations: the key tile's, or its part's
@@ -145,19 +175,163 @@ struct FmhaBwdSm90aWork {
   int rot;               // the first query tile's offset in [0, m_count)
   int part, split_tile;  // FmhaBwdKeyTileCta
   bool ascending;
-  FMHA_DEVICE int head(int it) const {
+  // The visit of iteration `it` in the head-major or the ascending chain's order.
+  FMHA_DEVICE FmhaBwdSm90aVisit visit(int it) const {
     it += it0;
     const int outer = it / inner;
-    return hk * group + (ascending ? it - outer * inner : outer);
+    const int in = it - outer * inner;
+    FmhaBwdSm90aVisit v;
+    v.head = hk * group + (ascending ? in : outer);
+    if (ascending) {
+      v.m_block = m_lo + m_count - 1 - outer;
+    } else {
+      const int m = in + rot;
+      v.m_block = m_lo + (m >= m_count ? m - m_count : m);
+    }
+    return v;
   }
-  FMHA_DEVICE int m_block(int it) const {
-    it += it0;
-    const int outer = it / inner;
-    if (ascending) return m_lo + m_count - 1 - outer;
-    const int m = it - outer * inner + rot;
-    return m_lo + (m >= m_count ? m - m_count : m);
-  }
+  FMHA_DEVICE int head(int it) const { return visit(it).head; }
+  FMHA_DEVICE int m_block(int it) const { return visit(it).m_block; }
 };
+
+// The up-down walk of one CTA: its chain's key tiles k0 .. K (k0 the first at or above the CTA's
+// own that owns cells), with u cells up (up = 0: the CTA keeps FmhaBwdSm90aWork's order). One
+// thread plans it and stores it in shared memory, and every role reads the fields per iteration
+// (FmhaBwdSm90aWalkSmem, fmha_bwd_sm90a.h): held in registers across the loop they spilled the
+// producer warp's 40 (rtc test).
+struct FmhaBwdSm90aWalk {
+  enum Field {
+    kUp,       // u; 0: the walk does not apply
+    kUpK0,     // k0's cells on the way up: min(u, its own)
+    kUpTop,    // K's cells on the way up (as kUpK0 when K = k0)
+    kUpCells,  // the way up's length
+    kDownTop,  // K's other own cells
+    kDownMid,  // the other own cells of a tile between k0 and K (>= 1)
+    kMids,     // tiles between: K - k0 - 1 (-1 when K = k0)
+    kLoK0,     // lo(k0)
+    kLoNext,   // lo(k0 + 1); lo(k) = lo(k0 + 1) + r (k - k0 - 1) up to K
+    kLoTop,    // lo(K)
+    kFields,
+  };
+  int field[kFields];
+  FMHA_DEVICE int operator[](int i) const { return field[i]; }
+};
+enum { kFmhaBwdSm90aWalkBytes = 64 };  // shared memory the kernels reserve for it
+static_assert(sizeof(FmhaBwdSm90aWalk) <= kFmhaBwdSm90aWalkBytes, "walk fits its reservation");
+
+// The up-down walk of CTA w, or up = 0 where it does not apply. Binary searches over the mask's
+// tile functions, once per CTA.
+template <int kMaskKind, int kBlockM, int kBlockN>
+FMHA_DEVICE FmhaBwdSm90aWalk fmha_bwd_sm90a_plan_walk(const FmhaBwdSm90aWork& w,
+                                                      const FmhaFwdParams& f, int up) {
+  FmhaBwdSm90aWalk walk;
+  for (int i = 0; i < FmhaBwdSm90aWalk::kFields; ++i) walk.field[i] = 0;
+  const bool causal =
+      kMaskKind == FMHA_MASK_CAUSAL_TOP_LEFT || kMaskKind == FMHA_MASK_CAUSAL_BOTTOM_RIGHT;
+  if (!causal || up <= 0 || w.m_count <= 0 || w.ascending) return walk;
+  const int end = w.m_lo + w.m_count;  // every causal row ends at the last query tile
+  // lo(k) for k >= n_block: fmha_bwd_query_tiles(k).lo, the first query tile whose key tiles
+  // reach past k, searched in [m_lo, end] only (lo never decreases with k) and without the upper
+  // end's second search: thread 0 runs this before the CTA's first barrier, so every role waits
+  // for it.
+  auto lo = [&](int k) {
+    int a = w.m_lo, z = end;
+    while (a < z) {
+      const int mid = (a + z) / 2;
+      if (fmha_bwd_key_tiles<kMaskKind, kBlockM, kBlockN>(mid, f).hi > k)
+        z = mid;
+      else
+        a = mid + 1;
+    }
+    return a;
+  };
+  // K: the highest key tile the last query tile sees; k0: the first k >= n_block whose next tile
+  // starts higher, n_block itself unless the CTA is in the bottom-right mask's clamped corner
+  // (then a binary search: lo(k + 1) > m_lo is monotone in k).
+  const int top = fmha_bwd_key_tiles<kMaskKind, kBlockM, kBlockN>(end - 1, f).hi - 1;
+  int k0 = w.n_block;
+  int lo_next = lo(k0 + 1);
+  if (lo_next <= w.m_lo) {
+    int a = w.n_block + 1, z = top;
+    while (a < z) {
+      const int mid = (a + z) / 2;
+      if (lo(mid + 1) > w.m_lo)
+        z = mid;
+      else
+        a = mid + 1;
+    }
+    k0 = a;
+    lo_next = lo(k0 + 1);
+  }
+  const int ratio = kBlockN / kBlockM;
+  up = min(up, w.group * ratio);  // a tile between k0 and K owns group x ratio cells
+  const int lo_top = lo(top);
+  if (top < k0 || lo_top != (top == k0 ? w.m_lo : lo_next + ratio * (top - k0 - 1))) return walk;
+  const int own_k0 = w.group * ((top == k0 ? end : lo_next) - w.m_lo);
+  const int own_top = w.group * (end - lo_top);
+  const int up_k0 = min(up, own_k0);
+  const int up_top = top == k0 ? up_k0 : min(up, own_top);
+  walk.field[FmhaBwdSm90aWalk::kUp] = up;
+  walk.field[FmhaBwdSm90aWalk::kUpK0] = up_k0;
+  walk.field[FmhaBwdSm90aWalk::kUpTop] = up_top;
+  walk.field[FmhaBwdSm90aWalk::kUpCells] = top == k0 ? up_k0 : up_k0 + up * (top - k0 - 1) + up_top;
+  walk.field[FmhaBwdSm90aWalk::kDownTop] = own_top - up_top;
+  walk.field[FmhaBwdSm90aWalk::kDownMid] = max(w.group * ratio - up, 1);
+  walk.field[FmhaBwdSm90aWalk::kMids] = top - k0 - 1;
+  walk.field[FmhaBwdSm90aWalk::kLoK0] = w.m_lo;
+  walk.field[FmhaBwdSm90aWalk::kLoNext] = lo_next;
+  walk.field[FmhaBwdSm90aWalk::kLoTop] = lo_top;
+  return walk;
+}
+
+// Iteration `it` of the up-down walk: the own set of the key tile it falls in, and the cell in
+// it. `walk` is an FmhaBwdSm90aWalk, or the kernel's reader of the one in shared memory.
+template <int kRatio, class Walk>
+FMHA_DEVICE FmhaBwdSm90aVisit fmha_bwd_sm90a_walk_visit(const Walk& walk, int it, int group,
+                                                        int hk) {
+  typedef FmhaBwdSm90aWalk W;
+  int cell, lo;
+  const int up_cells = walk[W::kUpCells];
+  if (it < up_cells) {
+    const int up_k0 = walk[W::kUpK0];
+    if (it < up_k0) {
+      cell = it;
+      lo = walk[W::kLoK0];
+    } else {  // a tile above k0, K's included: lo(k0 + 1 + q)
+      const int up = walk[W::kUp];
+      const int q = (it - up_k0) / up;
+      cell = it - up_k0 - q * up;
+      lo = walk[W::kLoNext] + kRatio * q;
+    }
+  } else {
+    const int d = it - up_cells;
+    const int down_top = walk[W::kDownTop];
+    if (d < down_top) {
+      cell = walk[W::kUpTop] + d;
+      lo = walk[W::kLoTop];
+    } else {  // K - 1 - q, down to k0
+      const int e = d - down_top;
+      const int down_mid = walk[W::kDownMid];
+      const int q = e / down_mid;
+      const int mids = walk[W::kMids];
+      cell = (q < mids ? walk[W::kUp] : walk[W::kUpK0]) + e - q * down_mid;
+      lo = q < mids ? walk[W::kLoNext] + kRatio * (mids - 1 - q) : walk[W::kLoK0];
+    }
+  }
+  const int row = cell / group;
+  FmhaBwdSm90aVisit v;
+  v.head = hk * group + cell - row * group;
+  v.m_block = lo + row;
+  return v;
+}
+
+// The visit of iteration `it`: the walk's where `walks` (its up field, read once), else the
+// work's order.
+template <int kRatio, class Walk>
+FMHA_DEVICE FmhaBwdSm90aVisit fmha_bwd_sm90a_visit(const FmhaBwdSm90aWork& w, const Walk& walk,
+                                                   bool walks, int it) {
+  return walks ? fmha_bwd_sm90a_walk_visit<kRatio>(walk, it, w.group, w.hk) : w.visit(it);
+}
 
 template <class Shape, int kMaskKind, bool kDeterministic>
 FMHA_DEVICE FmhaBwdSm90aWork fmha_bwd_sm90a_work(const FmhaBwdParams& p) {

@@ -70,6 +70,10 @@ struct FmhaBwdParams {
   // wgmma_sm90a atomic mode under a causal mask: how many (kv head, batch) pairs share one section
   // of the 1-D launch order, key tile by key tile, largest first (fmha_bwd_key_tile_cta); >= 1.
   int causal_section_pairs;
+  // wgmma_sm90a deterministic mode under a causal mask: cells of its own each key tile visits on
+  // the way up of the up-down walk (bwd/fmha_bwd_sm90a_schedule.h, FmhaBwdSm90aWork); 0 keeps
+  // the head-major order. Moves the visits in time only, never the order of the additions.
+  int det_up_cells;
   // wgmma_sm90a atomic mode, split tail (bwd/fmha_bwd_sm90a_schedule.h, fmha_bwd_key_tile_cta;
   // dispatcher/plan.cpp, bwd_split_tail): key tiles from linear index split_first on (the last
   // split_tiles of the launch order) run as split_parts CTAs each, over parts of their query

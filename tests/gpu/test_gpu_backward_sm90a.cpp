@@ -64,6 +64,16 @@ TEST_CASE("gpu sm90a bwd: deterministic mode is bit-exact over 10 runs at seqlen
       std::printf("sm90a bwd %s deterministic: %d runs, bit-exact %s\n", test::describe(c).c_str(),
                   r.runs, r.bit_exact ? "yes" : "no");
     }
+    // GQA under a causal mask: the decreasing chains take the up-down walk (det_up_cells,
+    // FmhaBwdSm90aWork), the last pair ascends; 2 x 3 pairs, a partial last key tile.
+    const AttentionCase gqa{DType::bf16, hdim, hdim,        MaskKind::causal_top_left, 2, 12, 3,
+                            3001,        3001, Layout::bshd};
+    FmhaKernelConfig det = test::canonical_config_of(gqa, Family::bwd);
+    det.deterministic = true;
+    REQUIRE(dispatch::det_up_cells(det, test::problem_of(gqa)) > 0);
+    const auto rg = test::check_backward(gqa, KernelImpl::wgmma_sm90a, true, seed++, 3);
+    std::printf("sm90a bwd %s deterministic (up-down walk): %d runs, bit-exact %s\n",
+                test::describe(gqa).c_str(), rg.runs, rg.bit_exact ? "yes" : "no");
     // 10 (kv head, batch) pairs of 20 (hdim 64 / 128) or 40 (hdim 256) key tiles: launched in
     // groups of 6 + 4 or 3 + 3 + 3 + 1 pairs on 132 SMs (det_group_heads, a partial last group).
     const AttentionCase c{DType::fp16, hdim, hdim, MaskKind::none, 2,

@@ -68,14 +68,36 @@ std::set<std::pair<int, int>> visible_tiles(const Problem& p, int block_m, int b
 struct Cta {
   int linear;
   FmhaBwdSm90aWork w;
+  FmhaBwdSm90aWalk walk;
   std::vector<std::tuple<int, int, int>> visits;  // (query head, query tile, turn)
 };
 
+// The up-down walk of the deterministic causal chains (FmhaBwdSm90aWork), built from its
+// definition over a brute-force owner of each query tile (the highest key tile that sees it):
+// W(n) = [the first u of n's own cells] W(n + 1) [n's other own cells], own cells query tile by
+// query tile with the heads innermost, u clamped as the kernel clamps it.
+std::vector<std::pair<int, int>> expected_walk(const std::vector<int>& owner, int n, int top,
+                                               int hk, int group, int up) {
+  if (n > top) return {};
+  std::vector<std::pair<int, int>> own;
+  for (std::size_t m = 0; m < owner.size(); ++m) {
+    if (owner[m] != n) continue;
+    for (int g = 0; g < group; ++g) own.push_back({hk * group + g, static_cast<int>(m)});
+  }
+  const std::size_t first = std::min(own.size(), static_cast<std::size_t>(up));
+  std::vector<std::pair<int, int>> walk(own.begin(), own.begin() + static_cast<long>(first));
+  const auto rest = expected_walk(owner, n + 1, top, hk, group, up);
+  walk.insert(walk.end(), rest.begin(), rest.end());
+  walk.insert(walk.end(), own.begin() + static_cast<long>(first), own.end());
+  return walk;
+}
+
 // section_pairs > 0 replaces the runner's causal_section_pairs (its model's choice, which the
-// small problems here leave at 1).
+// small problems here leave at 1); up_cells >= 0 replaces det_up_cells.
 template <class Shape, int kMask, bool kDet>
-void check_launch(const Problem& prob, int sms, int section_pairs = 0) {
-  INFO(describe(prob, kDet, sms) << ", sections of " << section_pairs << " pairs");
+void check_launch(const Problem& prob, int sms, int section_pairs = 0, int up_cells = -1) {
+  INFO(describe(prob, kDet, sms) << ", sections of " << section_pairs << " pairs, " << up_cells
+                                 << " cells up");
   FmhaKernelConfig c;
   c.family = Family::bwd;
   c.arch = "sm_90";
@@ -94,6 +116,7 @@ void check_launch(const Problem& prob, int sms, int section_pairs = 0) {
   const FmhaFwdParams& f = params.fwd;
   dispatch::set_bwd_device_choices(params, c, fp, sms);
   if (section_pairs > 0) params.causal_section_pairs = section_pairs;
+  if (up_cells >= 0) params.det_up_cells = up_cells;
 
   // The grid as the plan launches it.
   const auto stages = dispatch::plan_stages(c, fp, sms);
@@ -107,12 +130,20 @@ void check_launch(const Problem& prob, int sms, int section_pairs = 0) {
         blockIdx = {x, y, z};
         Cta cta{static_cast<int>(x + launch.grid.x * (y + launch.grid.y * z)),
                 fmha_bwd_sm90a_work<Shape, kMask, kDet>(params),
+                {},
                 {}};
+        // As the kernels do: thread 0 plans the walk (deterministic kernels only), and every
+        // role visits through fmha_bwd_sm90a_visit.
+        cta.walk = fmha_bwd_sm90a_plan_walk<kMask, Shape::kBlockM, Shape::kBlockN>(
+            cta.w, f, kDet ? params.det_up_cells : 0);
+        const bool walks = cta.walk[FmhaBwdSm90aWalk::kUp] > 0;
         for (int it = 0; it < cta.w.num_iters; ++it) {
-          const int m = cta.w.m_block(it);
-          const int turn =
-              kDet ? fmha_bwd_sm90a_dq_turn<kMask, Shape::kBlockM, Shape::kBlockN>(f, cta.w, m) : 0;
-          cta.visits.emplace_back(cta.w.head(it), m, turn);
+          const FmhaBwdSm90aVisit v =
+              fmha_bwd_sm90a_visit<Shape::kBlockN / Shape::kBlockM>(cta.w, cta.walk, walks, it);
+          const int turn = kDet ? fmha_bwd_sm90a_dq_turn<kMask, Shape::kBlockM, Shape::kBlockN>(
+                                      f, cta.w, v.m_block)
+                                : 0;
+          cta.visits.emplace_back(v.head, v.m_block, turn);
         }
         ctas.push_back(std::move(cta));
       }
@@ -176,6 +207,56 @@ void check_launch(const Problem& prob, int sms, int section_pairs = 0) {
     }
   }
   if (!kDet) return;
+
+  // The up-down walk: where det_up_cells asks for it, every decreasing causal chain takes it
+  // (the kernel's own check of the tile structure never falls back on these shapes), in exactly
+  // the order of its definition; every other CTA keeps its order.
+  constexpr bool kCausal =
+      kMask == FMHA_MASK_CAUSAL_TOP_LEFT || kMask == FMHA_MASK_CAUSAL_BOTTOM_RIGHT;
+  std::vector<int> owner(static_cast<std::size_t>(num_m), -1);
+  for (const auto& [m, n] : visible) {
+    owner[static_cast<std::size_t>(m)] = std::max(owner[static_cast<std::size_t>(m)], n);
+  }
+  const int top = *std::max_element(owner.begin(), owner.end());
+  const int walk_up = std::min(params.det_up_cells, group * (Shape::kBlockN / Shape::kBlockM));
+  std::map<std::tuple<int, int, int>, const Cta*> by_tile;
+  int walks = 0;
+  for (const Cta& cta : ctas) {
+    by_tile[std::make_tuple(cta.w.b, cta.w.hk, cta.w.n_block)] = &cta;
+    const bool walks_here = kCausal && walk_up > 0 && !cta.w.ascending && cta.w.m_count > 0;
+    INFO("key tile " << cta.w.n_block << " of kv head " << cta.w.hk << ", batch " << cta.w.b);
+    REQUIRE(cta.walk[FmhaBwdSm90aWalk::kUp] == (walks_here ? walk_up : 0));
+    if (!walks_here) continue;
+    ++walks;
+    const auto expected = expected_walk(owner, cta.w.n_block, top, cta.w.hk, group, walk_up);
+    std::vector<std::pair<int, int>> walked;
+    for (const auto& [h, m, turn] : cta.visits) walked.push_back({h, m});
+    CHECK(walked == expected);
+  }
+  // What the walk is for: a cell that key tiles n and n + 1 both visit comes u(n) iterations
+  // later in n's walk (u(n) = min(u, n's own cells)).
+  for (const auto& [tile, cta] : by_tile) {
+    const auto next =
+        by_tile.find(std::make_tuple(std::get<0>(tile), std::get<1>(tile), std::get<2>(tile) + 1));
+    if (cta->walk[FmhaBwdSm90aWalk::kUp] == 0 || next == by_tile.end() ||
+        next->second->walk[FmhaBwdSm90aWalk::kUp] == 0)
+      continue;
+    std::map<std::pair<int, int>, int> at;
+    for (std::size_t i = 0; i < next->second->visits.size(); ++i) {
+      const auto& [h, m, turn] = next->second->visits[i];
+      at[{h, m}] = static_cast<int>(i);
+    }
+    const int own = static_cast<int>(cta->visits.size() - next->second->visits.size());
+    for (std::size_t i = 0; i < cta->visits.size(); ++i) {
+      const auto& [h, m, turn] = cta->visits[i];
+      const auto shared = at.find({h, m});
+      if (shared == at.end()) continue;
+      INFO("key tile " << cta->w.n_block << ", query head " << h << ", query tile " << m);
+      CHECK(static_cast<int>(i) - shared->second == std::min(walk_up, own));
+    }
+  }
+  const bool descends = prob.hk * prob.batch > params.det_asc_pairs;  // some pair's chain
+  if (kCausal && walk_up > 0 && top >= 0 && descends) CHECK(walks > 0);
 
   // Turns: at each (batch, query head, query tile) the visitors' turns are 0 .. n - 1, in the
   // chain's order of key tiles (one order per (kv head, batch) pair).
@@ -300,6 +381,30 @@ TEST_CASE("bwd schedule: the atomic causal sections cover every key tile once, l
       p.mask = MaskKind::causal_bottom_right;
       p.hdim = 64;
       check_launch<ScheduleShape<128, 128, 1>, FMHA_MASK_CAUSAL_BOTTOM_RIGHT, false>(p, 132, per);
+    }
+  }
+}
+
+TEST_CASE(
+    "bwd schedule: the deterministic causal up-down walk keeps u iterations between a "
+    "cell's key tiles",
+    "[schedule]") {
+  // Every u from one cell to more than a key tile owns (clamped), with MHA (whose order the
+  // runner leaves head-major) and GQA, both causal masks, every tile shape, the turn and deadlock
+  // checks of check_launch included.
+  for (const Problem& base : kProblems) {
+    for (int up : {1, 2, 3, 5, 64}) {
+      Problem p = base;
+      p.mask = MaskKind::causal_top_left;
+      p.hdim = 128;
+      check_launch<ScheduleShape<64, 128, 1>, FMHA_MASK_CAUSAL_TOP_LEFT, true>(p, 132, 0, up);
+      p.hdim = 64;
+      check_launch<ScheduleShape<128, 128, 1>, FMHA_MASK_CAUSAL_TOP_LEFT, true>(p, 7, 0, up);
+      p.mask = MaskKind::causal_bottom_right;
+      p.hdim = 256;
+      check_launch<ScheduleShape<64, 64, 0>, FMHA_MASK_CAUSAL_BOTTOM_RIGHT, true>(p, 132, 0, up);
+      p.hdim = 128;
+      check_launch<ScheduleShape<64, 128, 1>, FMHA_MASK_CAUSAL_BOTTOM_RIGHT, true>(p, 1, 0, up);
     }
   }
 }
