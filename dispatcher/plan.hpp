@@ -58,14 +58,17 @@ int det_up_cells(const FmhaKernelConfig& canonical, const FmhaProblem& problem);
 // the backward's work per key tile and query head.
 std::vector<std::int64_t> bwd_key_tile_query_tiles(const FmhaKernelConfig& canonical,
                                                    const FmhaProblem& problem);
-// Atomic wgmma_sm90a backward under a causal mask: how many (kv head, batch) pairs share one
-// section of the launch order (FmhaBwdParams::causal_section_pairs; why in templates/bwd/
+// wgmma_sm90a backward under a causal mask: how many (kv head, batch) pairs share one section of
+// the launch order (atomic: FmhaBwdParams::causal_section_pairs; deterministic: det_group_heads,
+// with the last section's pairs ascending, det_asc_pairs; why in templates/bwd/
 // fmha_bwd_sm90a_schedule.h, fmha_bwd_key_tile_cta), from a model of the SMs' finish times in
-// query-tile iterations. section_pairs = 1 (one pair after another, the 3-D grid's order) where
-// it does not apply, where the model gains under 4 %, or past kBwdMaxModelledCtas CTAs, where a
-// launch is tens of waves and its tail a small share.
+// query-tile iterations. The deterministic choice is modelled on 132 SMs whatever the GPU, since
+// which pairs ascend fixes the order of every dQ addition. section_pairs = 1 (the order before
+// sections) where it does not apply, where the model gains under 4 %, or past
+// kBwdMaxModelledCtas CTAs, where a launch is tens of waves and its tail a small share.
 struct BwdCausalSections {
   int section_pairs = 1;
+  std::int64_t asc_pairs = 0;    // pairs whose chains ascend (deterministic; all when atomic)
   double makespan = 0;           // modelled, in iterations; 0 where not modelled
   double one_pair_makespan = 0;  // the same for one pair per section
 };

@@ -29,70 +29,100 @@ std::vector<std::int64_t> bwd_key_tile_query_tiles(const FmhaKernelConfig& c,
   return tiles;
 }
 
+namespace {
+
+// The SMs' finish times in query-tile iterations for a launch of CTAs in linear index order, each
+// on the SM that frees first (one CTA per SM: the kernels use ~200 KB of shared memory): sections
+// of k pairs, key tile by key tile, the pairs fastest (fmha_bwd_key_tile_cta); a pair from
+// index pairs - asc_pairs on runs its key tiles largest first (n = chain position), the others
+// smallest first (n = num_n - 1 - position: the deterministic chains).
+double modelled_makespan(const std::vector<double>& work, std::int64_t pairs, std::int64_t k,
+                         std::int64_t asc_pairs, int multiprocessors) {
+  const auto num_n = static_cast<std::int64_t>(work.size());
+  std::priority_queue<double, std::vector<double>, std::greater<double>> free_at;
+  for (int sm = 0; sm < multiprocessors; ++sm) free_at.push(0.0);
+  double end = 0;
+  for (std::int64_t first = 0; first < pairs; first += k) {
+    const std::int64_t in_section = std::min(k, pairs - first);
+    for (std::int64_t position = 0; position < num_n; ++position) {
+      for (std::int64_t pair = first; pair < first + in_section; ++pair) {
+        const std::int64_t n = pair >= pairs - asc_pairs ? position : num_n - 1 - position;
+        const double done = free_at.top() + work[static_cast<std::size_t>(n)];
+        free_at.pop();
+        free_at.push(done);
+        end = std::max(end, done);
+      }
+    }
+  }
+  return end;
+}
+
+}  // namespace
+
 BwdCausalSections bwd_causal_sections(const FmhaKernelConfig& c, const FmhaProblem& p,
                                       int multiprocessors) {
   BwdCausalSections plan;
   const std::int64_t pairs = static_cast<std::int64_t>(p.nhead_k) * p.batch;
   const std::int64_t num_n = key_tiles(c, p);
-  if (c.impl != KernelImpl::wgmma_sm90a || c.family != Family::bwd || c.deterministic ||
-      !is_causal(c.mask) || multiprocessors <= 0 || pairs <= 1 ||
-      num_n * pairs > kBwdMaxModelledCtas) {
+  plan.asc_pairs = c.deterministic ? det_asc_pairs(c, p) : pairs;
+  // The deterministic mode's order of additions follows from which pairs ascend, so that the
+  // choice must not depend on the GPU: its model runs on a reference of 132 SMs (H100, H200).
+  constexpr int kReferenceSms = 132;
+  if (c.deterministic) multiprocessors = kReferenceSms;
+  if (c.impl != KernelImpl::wgmma_sm90a || c.family != Family::bwd || !is_causal(c.mask) ||
+      multiprocessors <= 0 || pairs <= 1 || num_n * pairs > kBwdMaxModelledCtas) {
     return plan;
   }
+  // Not where the deterministic chains walk (det_up_cells: GQA): there sections measured below
+  // the walk alone (H100, session 24, bf16 hdim 128 GQA 32:8 causal: S 8192 430 against 458
+  // TFLOP/s, S 2048 308 against 353; why is not profiled). Without the walk they gained (hdim
+  // 128 S 8192 2 x 16 heads 486 -> 517, hdim 256 S 2048 279 -> 288).
+  if (c.deterministic && det_up_cells(c, p) > 0) return plan;
   // A CTA's work in query-tile iterations (one per query head and query tile that sees its key
   // tile), plus what every CTA costs besides: its K and V loads, the pipeline's fill and the dK /
   // dV epilogue, about two iterations' worth (the split tail's model, bwd_split_tail, uses the
   // same constant).
   constexpr double kCtaOverheadIterations = 2.0;
   const std::int64_t group = p.nhead_q / p.nhead_k;
-  const std::vector<std::int64_t> query_tiles = bwd_key_tile_query_tiles(c, p);
-  // The hardware starts CTAs in linear index order, each on the SM that frees first (one CTA per
-  // SM: the kernels use ~200 KB of shared memory); a section of k pairs lists key tile 0 of its
-  // pairs, then key tile 1, and so on (fmha_bwd_key_tile_cta).
-  auto makespan = [&](std::int64_t k) {
-    std::priority_queue<double, std::vector<double>, std::greater<double>> free_at;
-    for (int sm = 0; sm < multiprocessors; ++sm) free_at.push(0.0);
-    double end = 0;
-    for (std::int64_t first = 0; first < pairs; first += k) {
-      const std::int64_t in_section = std::min(k, pairs - first);
-      for (std::int64_t n = 0; n < num_n; ++n) {
-        const double work = static_cast<double>(group * query_tiles[static_cast<std::size_t>(n)]) +
-                            kCtaOverheadIterations;
-        for (std::int64_t i = 0; i < in_section; ++i) {
-          const double done = free_at.top() + work;
-          free_at.pop();
-          free_at.push(done);
-          end = std::max(end, done);
-        }
-      }
-    }
-    return end;
-  };
+  std::vector<double> work;
+  for (std::int64_t tiles : bwd_key_tile_query_tiles(c, p)) {
+    work.push_back(static_cast<double>(group * tiles) + kCtaOverheadIterations);
+  }
   // Candidates: powers of two up to what the 3-D order already runs together, SMs / key tiles
   // pairs (at least one): larger sections spread the resident CTAs over more heads' Q, dO and dQ
   // sums than L2 holds. Measured (session 21, H100, bf16, section size swept): hdim 128 S 2048,
   // 8 x 16 heads (8 pairs run together): 1 -> 358, 4 -> 364, 8 -> 368, 32 -> 345 TFLOP/s; GQA
   // 32:8 S 2048: 1 -> 374, 4 -> 389, 8 -> 402, 16 -> 378; GQA S 8192 (2 together): 1 -> 486,
   // 2 -> 512, 4 -> 503; hdim 128 S 8192: 1 -> 500, 2 -> 519, 4 -> 516; GQA S 512 (33): 1 -> 187,
-  // 8 -> 195, 32 -> 199. The smallest section within 1 % of the best is taken.
+  // 8 -> 195, 32 -> 199. The smallest section within 1 % of the best is taken. In the
+  // deterministic mode the last section ascends (largest key tile first) and the others keep the
+  // decreasing chains, whose waits must point to earlier launches; an ascending pair in an earlier
+  // section would start its largest tiles mid-launch, and the model gains nothing from it.
   const std::int64_t together = std::max<std::int64_t>(1, multiprocessors / num_n);
+  auto last_section = [&](std::int64_t k) { return pairs - (pairs - 1) / k * k; };
   std::vector<std::int64_t> sizes;
   for (std::int64_t k = 1; k <= std::min(pairs, together); k *= 2) sizes.push_back(k);
   std::vector<double> ends;
-  for (std::int64_t k : sizes) ends.push_back(makespan(k));
+  for (std::int64_t k : sizes) {
+    const std::int64_t asc = c.deterministic ? last_section(k) : pairs;
+    ends.push_back(modelled_makespan(work, pairs, k, asc, multiprocessors));
+  }
   const double best = *std::min_element(ends.begin(), ends.end());
-  plan.one_pair_makespan = ends.front();
-  plan.makespan = ends.front();
+  // The reference: one pair per section, the order before sections (all ascending in the atomic
+  // mode; in the deterministic one, det_asc_pairs's last pair).
+  plan.one_pair_makespan = modelled_makespan(work, pairs, 1, plan.asc_pairs, multiprocessors);
+  plan.makespan = plan.one_pair_makespan;
   // Sections only where the model gains 4 % or more. Below that the two rows measured gained
   // little or lost (hdim 256 S 512, 3.7 % modelled at 16 pairs: 149 -> 142, at 4 pairs 150;
   // hdim 64 S 2048, 2.4 % at 8 pairs: 313 -> 320); above it every row gained but one, which
   // held (hdim 256 S 2048, 5.9 % at 4 pairs: 300 -> 301). The threshold is fitted to those
-  // rows, on one card (BENCHMARKS.md, session 21).
+  // rows, on one card (BENCHMARKS.md, session 21), in the atomic mode.
   constexpr double kMinGain = 0.04;
   if (best > (1.0 - kMinGain) * plan.one_pair_makespan) return plan;
   for (std::size_t i = 0; i < sizes.size(); ++i) {
     if (ends[i] <= 1.01 * best) {
       plan.section_pairs = static_cast<int>(sizes[i]);
+      if (c.deterministic) plan.asc_pairs = last_section(sizes[i]);
       plan.makespan = ends[i];
       break;
     }

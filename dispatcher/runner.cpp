@@ -113,7 +113,15 @@ class KernelRunner final : public FmhaRunner {
     FmhaBwdParams params = make_bwd_params(config(), problem, tensors, workspace);
     device::DeviceApi& api = device::require_device("run_bwd");
     set_bwd_device_choices(params, config(), problem, api.multiprocessor_count());
-    params.causal_section_pairs = causal_section_pairs(problem, api.multiprocessor_count());
+    if (config().impl == KernelImpl::wgmma_sm90a && is_causal(config().mask)) {
+      const BwdCausalSections sections = causal_sections(problem, api.multiprocessor_count());
+      if (config().deterministic) {
+        params.det_group_heads = sections.section_pairs;
+        params.det_asc_pairs = static_cast<int>(sections.asc_pairs);
+      } else {
+        params.causal_section_pairs = sections.section_pairs;
+      }
+    }
     if (config().impl == KernelImpl::wgmma_sm90a) {
       FmhaBwdSm90Params hopper = make_bwd_sm90a_params(config(), params, api);
       launch_all(problem, &hopper, stream, hook);
@@ -221,21 +229,23 @@ class KernelRunner final : public FmhaRunner {
     return {static_cast<const int*>(p.table.data()), p.rounds, p.section_heads};
   }
 
-  // The atomic causal backward's sections on `multiprocessors` SMs (bwd_causal_sections), modelled
-  // once per problem shape: a model of up to kBwdMaxModelledCtas CTAs costs milliseconds, a
-  // launch's worth at S 2048. Past kMaxTileOrders shapes a new one runs one pair per section.
-  int causal_section_pairs(const FmhaProblem& problem, int multiprocessors) {
-    if (config().impl != KernelImpl::wgmma_sm90a || config().deterministic ||
-        !is_causal(config().mask)) {
-      return 1;
-    }
+  // The causal backward's sections on `multiprocessors` SMs (bwd_causal_sections), modelled once
+  // per problem shape: a model of up to kBwdMaxModelledCtas CTAs costs milliseconds, a launch's
+  // worth at S 2048. Past kMaxTileOrders shapes a new one runs in the order before sections.
+  BwdCausalSections causal_sections(const FmhaProblem& problem, int multiprocessors) {
     const PlanShape shape = plan_shape(problem, multiprocessors);
     std::lock_guard lock(mutex_);
     auto it = causal_sections_.find(shape);
     if (it == causal_sections_.end()) {
-      if (causal_sections_.size() >= kMaxTileOrders) return 1;
-      const int pairs = bwd_causal_sections(config(), problem, multiprocessors).section_pairs;
-      it = causal_sections_.emplace(shape, pairs).first;
+      if (causal_sections_.size() >= kMaxTileOrders) {
+        BwdCausalSections unplanned;
+        unplanned.asc_pairs = config().deterministic
+                                  ? det_asc_pairs(config(), problem)
+                                  : std::int64_t{problem.nhead_k} * problem.batch;
+        return unplanned;
+      }
+      it = causal_sections_.emplace(shape, bwd_causal_sections(config(), problem, multiprocessors))
+               .first;
     }
     return it->second;
   }
@@ -280,7 +290,7 @@ class KernelRunner final : public FmhaRunner {
   // table is rounds x SMs ints (16 KB at 2048 tiles on 132 SMs; past 65536 tiles one is made
   // only where it beats the static order by 1 %).
   std::map<PlanShape, std::unique_ptr<PlannedOrder>> tile_orders_;
-  std::map<PlanShape, int> causal_sections_;  // causal_section_pairs
+  std::map<PlanShape, BwdCausalSections> causal_sections_;
   // Causal shapes planned (with or without a table), at most, for each of the two maps: a server
   // that sees every prompt length would otherwise add a table per length without bound, and freeing
   // one would need every stream that may still read it to finish.

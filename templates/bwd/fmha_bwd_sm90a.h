@@ -303,19 +303,20 @@ struct FmhaBwdSm90aWalkSmem {
   }
 };
 
-// Whether the kernel can walk (deterministic, causal) and this CTA does.
+// Whether the kernel can walk (deterministic, causal), the host asked for it (det_up_cells, a
+// kernel parameter: launches that never walk neither plan nor read the walk) and this CTA walks.
 template <int kMaskKind, bool kDeterministic>
-FMHA_DEVICE bool fmha_bwd_sm90a_walks(const FmhaBwdSm90aWalkSmem& walk) {
+FMHA_DEVICE bool fmha_bwd_sm90a_walks(const FmhaBwdParams& p, const FmhaBwdSm90aWalkSmem& walk) {
   const bool causal =
       kMaskKind == FMHA_MASK_CAUSAL_TOP_LEFT || kMaskKind == FMHA_MASK_CAUSAL_BOTTOM_RIGHT;
-  return kDeterministic && causal && walk[FmhaBwdSm90aWalk::kUp] > 0;
+  return kDeterministic && causal && p.det_up_cells > 0 && walk[FmhaBwdSm90aWalk::kUp] > 0;
 }
 
 template <class Shape, int kMaskKind, bool kDeterministic>
 FMHA_DEVICE void fmha_bwd_sm90a_store_walk(const FmhaBwdSm90Params& P, unsigned at) {
   const bool causal =
       kMaskKind == FMHA_MASK_CAUSAL_TOP_LEFT || kMaskKind == FMHA_MASK_CAUSAL_BOTTOM_RIGHT;
-  if (!kDeterministic || !causal) return;
+  if (!kDeterministic || !causal || P.bwd.det_up_cells <= 0) return;
   const FmhaBwdSm90aWalk walk = fmha_bwd_sm90a_plan_walk<kMaskKind, Shape::kBlockM, Shape::kBlockN>(
       fmha_bwd_sm90a_work<Shape, kMaskKind, kDeterministic>(P.bwd), P.bwd.fwd, P.bwd.det_up_cells);
 #pragma unroll
@@ -627,7 +628,7 @@ FMHA_DEVICE void fmha_bwd_sm90a_dq_dk_dv(const FmhaBwdSm90Params& P, char* smem_
   // cannot walk), so the head-major order runs main's loop code: with the walk behind a flag in
   // the loops, MHA causal lost 3-6 % (session 23).
   const bool walks = fmha_bwd_sm90a_walks<kMaskKind, kDeterministic>(
-      FmhaBwdSm90aWalkSmem{smem + Shape::kWalkOffset});
+      P.bwd, FmhaBwdSm90aWalkSmem{smem + Shape::kWalkOffset});
   const int wg = fmha_warpgroup_idx();
   if (wg == 0) {
     // 40 + 2 x 232 registers x 128 threads: what the CTA was given at launch (168 x 384); more

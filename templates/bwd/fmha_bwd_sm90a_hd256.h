@@ -376,7 +376,7 @@ FMHA_DEVICE void fmha_bwd_sm90a_hd256_dq_dk_dv(const FmhaBwdSm90Params& P, char*
   fmha_sync_threads();
   // Each role's loops once per value of `walks`, as in fmha_bwd_sm90a_dq_dk_dv.
   const bool walks = fmha_bwd_sm90a_walks<kMaskKind, kDeterministic>(
-      FmhaBwdSm90aWalkSmem{smem + Shape::kWalkOffset});
+      P.bwd, FmhaBwdSm90aWalkSmem{smem + Shape::kWalkOffset});
   const int wg = fmha_warpgroup_idx();
   if (wg == 0) {
     fmha_setmaxnreg_dec<40>();  // 40 + 2 x 232 within the 168 x 384 of the launch

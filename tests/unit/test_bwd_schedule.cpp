@@ -92,8 +92,10 @@ std::vector<std::pair<int, int>> expected_walk(const std::vector<int>& owner, in
   return walk;
 }
 
-// section_pairs > 0 replaces the runner's causal_section_pairs (its model's choice, which the
-// small problems here leave at 1); up_cells >= 0 replaces det_up_cells.
+// section_pairs > 0 replaces the runner's causal sections (its model's choice, which the small
+// problems here leave at 1): the atomic mode's causal_section_pairs, or the deterministic mode's
+// det_group_heads with the last group's pairs ascending (det_asc_pairs); up_cells >= 0 replaces
+// det_up_cells.
 template <class Shape, int kMask, bool kDet>
 void check_launch(const Problem& prob, int sms, int section_pairs = 0, int up_cells = -1) {
   INFO(describe(prob, kDet, sms) << ", sections of " << section_pairs << " pairs, " << up_cells
@@ -115,7 +117,12 @@ void check_launch(const Problem& prob, int sms, int section_pairs = 0, int up_ce
                                                    test::placeholder_workspace());
   const FmhaFwdParams& f = params.fwd;
   dispatch::set_bwd_device_choices(params, c, fp, sms);
-  if (section_pairs > 0) params.causal_section_pairs = section_pairs;
+  if (section_pairs > 0 && !kDet) params.causal_section_pairs = section_pairs;
+  if (section_pairs > 0 && kDet) {
+    const int pairs = prob.hk * prob.batch;
+    params.det_group_heads = section_pairs;
+    params.det_asc_pairs = pairs - (pairs - 1) / section_pairs * section_pairs;
+  }
   if (up_cells >= 0) params.det_up_cells = up_cells;
 
   // The grid as the plan launches it.
@@ -405,6 +412,27 @@ TEST_CASE(
       check_launch<ScheduleShape<64, 64, 0>, FMHA_MASK_CAUSAL_BOTTOM_RIGHT, true>(p, 132, 0, up);
       p.hdim = 128;
       check_launch<ScheduleShape<64, 128, 1>, FMHA_MASK_CAUSAL_BOTTOM_RIGHT, true>(p, 1, 0, up);
+    }
+  }
+}
+
+TEST_CASE("bwd schedule: deterministic causal sections order each tile's adds, no deadlock",
+          "[schedule]") {
+  // Sections of 2 and 3 pairs (a partial last one) and all of them, the last section ascending.
+  for (const Problem& base : {Problem{0, 300, 260, 4, 2, 2, MaskKind::none},
+                              Problem{0, 777, 1000, 8, 2, 3, MaskKind::none}}) {
+    for (int per : {2, 3, base.hk * base.batch}) {
+      for (int sms : {132, 7, 1}) {
+        Problem p = base;
+        p.mask = MaskKind::causal_top_left;
+        p.hdim = 128;
+        check_launch<ScheduleShape<64, 128, 1>, FMHA_MASK_CAUSAL_TOP_LEFT, true>(p, sms, per);
+        p.hdim = 256;
+        check_launch<ScheduleShape<64, 64, 0>, FMHA_MASK_CAUSAL_TOP_LEFT, true>(p, sms, per);
+        p.mask = MaskKind::causal_bottom_right;
+        p.hdim = 64;
+        check_launch<ScheduleShape<128, 128, 1>, FMHA_MASK_CAUSAL_BOTTOM_RIGHT, true>(p, sms, per);
+      }
     }
   }
 }
