@@ -627,11 +627,9 @@ TEST_CASE("plan: the atomic causal backward's sections", "[plan]") {
 TEST_CASE("plan: the deterministic causal backward's sections do not depend on the GPU", "[plan]") {
   auto c = bwd_config(true, "sm_90");
   c.mask = MaskKind::causal_top_left;
-  // GQA 32:8 S 8192, 16 pairs: sections of 2, the last one ascending, on any SM count (which
-  // pairs ascend fixes the order of the dQ additions).
+  // hdim 128 S 8192, 2 x 16 heads, 32 pairs: sections of 2, the last one ascending, on any SM
+  // count (which pairs ascend fixes the order of the dQ additions).
   FmhaProblem p = s8192_problem();
-  p.nhead_q = 32;
-  p.nhead_k = 8;
   for (int sms : {132, 114, 78, 0}) {
     INFO(sms << " SMs");
     const auto plan = dispatch::bwd_causal_sections(c, p, sms);
@@ -641,16 +639,24 @@ TEST_CASE("plan: the deterministic causal backward's sections do not depend on t
   }
   // 3 x 5 pairs of 16 key tiles: sections of 8, the last of 7 pairs, all 7 ascending.
   p.batch = 3;
-  p.nhead_q = 10;
-  p.nhead_k = 5;
+  p.nhead_q = p.nhead_k = 5;
   p.seqlen_q = p.seqlen_k = 2048;
   const auto partial = dispatch::bwd_causal_sections(c, p, 132);
   CHECK(partial.section_pairs == 8);
   CHECK(partial.asc_pairs == 7);
-  // Where the model gains under 4 %, the order before sections: one pair per section, the last
-  // of at most 16 pairs ascending (det_asc_pairs).
+  // Where the chains walk (GQA: det_up_cells), the order before sections, unmodelled: one pair
+  // per section, the last of at most 16 pairs ascending (det_asc_pairs).
   p = s8192_problem();
+  p.nhead_q = 32;
+  p.nhead_k = 8;
+  REQUIRE(dispatch::det_up_cells(c, p) > 0);
+  const auto walked = dispatch::bwd_causal_sections(c, p, 132);
+  CHECK(walked.section_pairs == 1);
+  CHECK(walked.asc_pairs == dispatch::det_asc_pairs(c, p));
+  CHECK(walked.makespan == 0);
+  // Where the model gains under 4 %, the same: S 16384, 8 x 8 heads (8 pairs of 128 key tiles).
   p.batch = 1;
+  p.nhead_q = p.nhead_k = 8;
   p.seqlen_q = p.seqlen_k = 16384;
   const auto one = dispatch::bwd_causal_sections(c, p, 132);
   CHECK(one.section_pairs == 1);
