@@ -146,23 +146,23 @@ FMHA_DEVICE FmhaBwdKeyTileCta fmha_bwd_key_tile_cta(const FmhaBwdParams& p) {
 // Head-major, CTA k visits a cell 2 (h + 1) iterations after CTA k + 1 did at query head h of a
 // 128-key / 64-query tile (plus the launch's stagger between them), so at GQA 32:8 each Q, dO
 // and dQ tile of the later heads is touched again only after the GPU has streamed 4-10
-// iterations' worth of tiles (~8 MB each) through L2, where MHA's single head waits 2. The
-// hypothesis behind the walk (session 22, not yet measured): that reuse distance is why the
-// deterministic GQA causal rows run at 0.73-0.86 x the atomic mode while MHA runs at 0.91-0.97
-// and GQA without a mask (every chain in step on the same query tile) at 0.92-0.99. The walk
-// of CTA n is defined by W(n) = [the first u of n's own cells] W(n + 1) [n's other own cells],
-// W(K) = K's own cells, each own set query tile by query tile with the heads innermost: every
-// cell n shares with n + 1 comes exactly u iterations later in n's walk than in n + 1's. So u
-// iterations separate the chain's visits of a cell (the slack that hides one link's release
-// behind the next CTA's work), and the walk goes up through the first u cells of each own set,
-// then down through the rest. The order of the additions, and dQ bit for bit, stay those of
-// the decreasing chain (the turns count key tiles, not iterations).
-// Index arithmetic: under causal masks a key tile moves the diagonal by kBlockN rows, so
-// lo(k + 1) - lo(k) is at most r = kBlockN / kBlockM, and exactly r between the first key tile
-// with own cells at or above the CTA's (k0: below it, in the bottom-right mask's clamped corner,
-// the tiles see the same query tiles and own none) and the top K. fmha_bwd_sm90a_plan_walk checks
-// lo(K) = lo(k0 + 1) + r (K - k0 - 1), which with steps of at most r proves every step between,
-// and keeps the head-major order if it fails.
+// iterations' worth of tiles (~8 MB each) through L2, where MHA's single head waits 2. That
+// reuse distance was the hypothesis for why the deterministic GQA causal rows ran at 0.73-0.86 x
+// the atomic mode while MHA ran at 0.91-0.97 and GQA without a mask (every chain in step on the
+// same query tile) at 0.92-0.99; the walk took GQA 32:8 causal S 512-16384 +9-15 % (H100,
+// sessions 23-24, BENCHMARKS.md). The walk of CTA n is defined by W(n) = [the first u of n's own
+// cells] W(n + 1) [n's other own cells], W(K) = K's own cells, each own set query tile by query
+// tile with the heads innermost: every cell n shares with n + 1 comes exactly u iterations later in
+// n's walk than in n + 1's. So u iterations separate the chain's visits of a cell (the slack that
+// hides one link's release behind the next CTA's work), and the walk goes up through the first u
+// cells of each own set, then down through the rest. The order of the additions, and dQ bit for
+// bit, stay those of the decreasing chain (the turns count key tiles, not iterations). Index
+// arithmetic: under causal masks a key tile moves the diagonal by kBlockN rows, so lo(k + 1) -
+// lo(k) is at most r = kBlockN / kBlockM, and exactly r between the first key tile with own cells
+// at or above the CTA's (k0: below it, in the bottom-right mask's clamped corner, the tiles see the
+// same query tiles and own none) and the top K. fmha_bwd_sm90a_plan_walk checks lo(K) = lo(k0 + 1)
+// + r (K - k0 - 1), which with steps of at most r proves every step between, and keeps the
+// head-major order if it fails.
 struct FmhaBwdSm90aVisit {
   int head, m_block;
 };
