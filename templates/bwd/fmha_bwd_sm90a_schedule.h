@@ -31,11 +31,13 @@
 // earlier: the stagger is paid once. Larger groups would spread the resident CTAs over more
 // heads, and their Q and dO no longer stay in L2 for the other key tiles of the head (all heads
 // in one group measured 0.66 x at hdim 128, S 8192, causal). Under causal masks the chains are
-// staggered by the mask itself (fmha_bwd_sm80.h), and the host keeps one pair per group.
+// staggered by the mask itself (fmha_bwd_sm80.h); the host groups pairs there only as the
+// atomic mode's sections below (bwd_causal_sections), and not where the chains walk.
 // Under causal masks the decreasing order launches each pair's smallest key tiles first and its
 // largest (n_block 0, every query tile) last, so the last pair's largest tiles would run nearly
 // alone at the end of the grid. The last det_asc_pairs pairs (the host's choice: one under causal
-// masks with at most 16 pairs, dispatcher/plan.cpp) therefore take their chains the other way:
+// masks with at most 16 pairs, or the last section's; dispatcher/plan.cpp) therefore take their
+// chains the other way:
 // increasing key tiles, n_block = k, largest first, as the atomic mode launches them. Their CTAs
 // walk their query tiles downwards and over the query heads innermost (FmhaBwdSm90aWork), so
 // that the CTA before them in the chain, whose extra query tiles are the lowest, reaches every
