@@ -82,7 +82,8 @@ compare_walk_bits() {
 
 # sweep_up_cells HDIM SEQLEN BATCH HQ HK "u u u": the deterministic causal backward benched at each
 # FMHA_JIT_BWD_DET_UP_CELLS in the list and back down (a trend that follows the order shows as
-# one), with the walk-u build (bwd-det-up-cells-override.patch).
+# one), with the walk-u build: tools/device/stage_patches.sh walk-u
+# tools/device/patches/bwd-det-up-cells-override.patch.
 sweep_up_cells() {
   local u
   for u in $6 $(echo $6 | tr ' ' '\n' | tac); do
