@@ -3,8 +3,9 @@
 # (.carry/bin) against main before it (.carry/alt/s24-base, tools/device/stage_branch.sh), ABBA on
 # the deterministic causal rows the two change; the atomic section sweep of docs/SM90.md Next 0c
 # (.carry/alt/sec-k); then the backward suites, examples and the bf16 backward grid with torch
-# (merged_check_call.sh) in what is left of LIMIT seconds (default 480). Run from the repository
-# root with .carry/ staged; everything comes back in $OUT/s24.tgz.
+# (merged_check_call.sh) in what is left of LIMIT seconds (default 480; GRID=0 skips the grid,
+# SWEEP=0 the sweep). Run from the repository root with .carry/ staged; everything comes back in
+# $OUT/s24.tgz.
 back=${OUT:-/tmp}
 mkdir -p "$back"
 here=$(dirname "$0")
@@ -23,6 +24,7 @@ bwd,256,2048,8,8,8,causal_top_left,1}" bash "$here/ab_branch_call.sh" 2>&1 | tai
 [ "${SWEEP:-1}" = 1 ] && OUT=/tmp/s24/sweep ROWS="128,16384,1,32,8:1 2 4 8" \
   bash "$here/section_sweep_call.sh" 2>&1 | tail -10
 left=$((${LIMIT:-480} - (SECONDS - start)))
+[ "${GRID:-1}" = 1 ] || left=0  # suites and examples only
 OUT=/tmp/s24/merged SUITES="gpu sm90a bwd: every dtype*;gpu sm90a bwd: deterministic*" \
   FAMILIES=bwd DTYPE=bf16 LIMIT=$left bash "$here/merged_check_call.sh" 2>&1 | tail -30
 tar czf "$back/s24.tgz" -C /tmp s24
