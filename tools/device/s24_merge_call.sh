@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Session 24's one call for the merge of the walk and the deterministic sections: the merged build
-# (.carry/bin) against main before it (.carry/alt/s24-base, tools/device/stage_branch.sh), ABBA on
+# (.carry/bin) against main before it (.carry/alt/s24-base: `git branch s24-base f72ff97;
+# tools/device/stage_branch.sh s24-base`), ABBA on
 # the deterministic causal rows the two change; the atomic section sweep of docs/SM90.md Next 0c
 # (.carry/alt/sec-k); then the backward suites, examples and the bf16 backward grid with torch
 # (merged_check_call.sh) in what is left of LIMIT seconds (default 480; GRID=0 skips the grid,
