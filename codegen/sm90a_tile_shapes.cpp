@@ -108,8 +108,8 @@ TileShape wgmma_sm90a_bwd_tile(const FmhaKernelConfig& c) {
 }
 
 int wgmma_sm90a_bwd_smem_bytes(const FmhaKernelConfig& c) {
-  constexpr int kWalkBytes =
-      64;  // kFmhaBwdSm90aWalkBytes (templates/bwd/fmha_bwd_sm90a_schedule.h)
+  // kFmhaBwdSm90aWalkBytes (templates/bwd/fmha_bwd_sm90a_schedule.h): the up-down walk.
+  constexpr int kWalkBytes = 64;
   const int block_n = bwd_block_n(c.hdim_q);
   const int kv = block_n * c.hdim_q * 2;
   const int q = c.block_m * c.hdim_q * 2;

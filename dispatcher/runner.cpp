@@ -114,12 +114,14 @@ class KernelRunner final : public FmhaRunner {
     device::DeviceApi& api = device::require_device("run_bwd");
     set_bwd_device_choices(params, config(), problem, api.multiprocessor_count());
     if (config().impl == KernelImpl::wgmma_sm90a && is_causal(config().mask)) {
-      const BwdCausalSections sections = causal_sections(problem, api.multiprocessor_count());
-      if (config().deterministic) {
-        params.det_group_heads = sections.section_pairs;
-        params.det_asc_pairs = static_cast<int>(sections.asc_pairs);
-      } else {
-        params.causal_section_pairs = sections.section_pairs;
+      // Unplanned: params keep the order before sections (make_bwd_params).
+      if (const auto sections = causal_sections(problem, api.multiprocessor_count())) {
+        if (config().deterministic) {
+          params.det_group_heads = sections->section_pairs;
+          params.det_asc_pairs = static_cast<int>(sections->asc_pairs);
+        } else {
+          params.causal_section_pairs = sections->section_pairs;
+        }
       }
     }
     if (config().impl == KernelImpl::wgmma_sm90a) {
@@ -231,19 +233,15 @@ class KernelRunner final : public FmhaRunner {
 
   // The causal backward's sections on `multiprocessors` SMs (bwd_causal_sections), modelled once
   // per problem shape: a model of up to kBwdMaxModelledCtas CTAs costs milliseconds, a launch's
-  // worth at S 2048. Past kMaxTileOrders shapes a new one runs in the order before sections.
-  BwdCausalSections causal_sections(const FmhaProblem& problem, int multiprocessors) {
+  // worth at S 2048. Past kMaxTileOrders shapes a new one is not planned (nullopt) and runs in the
+  // order before sections.
+  std::optional<BwdCausalSections> causal_sections(const FmhaProblem& problem,
+                                                   int multiprocessors) {
     const PlanShape shape = plan_shape(problem, multiprocessors);
     std::lock_guard lock(mutex_);
     auto it = causal_sections_.find(shape);
     if (it == causal_sections_.end()) {
-      if (causal_sections_.size() >= kMaxTileOrders) {
-        BwdCausalSections unplanned;
-        unplanned.asc_pairs = config().deterministic
-                                  ? det_asc_pairs(config(), problem)
-                                  : std::int64_t{problem.nhead_k} * problem.batch;
-        return unplanned;
-      }
+      if (causal_sections_.size() >= kMaxTileOrders) return std::nullopt;
       it = causal_sections_.emplace(shape, bwd_causal_sections(config(), problem, multiprocessors))
                .first;
     }

@@ -237,15 +237,7 @@ FMHA_DEVICE FmhaBwdSm90aWalk fmha_bwd_sm90a_plan_walk(const FmhaBwdSm90aWork& w,
   // end's second search: thread 0 runs this before the CTA's first barrier, so every role waits
   // for it.
   auto lo = [&](int k) {
-    int a = w.m_lo, z = end;
-    while (a < z) {
-      const int mid = (a + z) / 2;
-      if (fmha_bwd_key_tiles<kMaskKind, kBlockM, kBlockN>(mid, f).hi > k)
-        z = mid;
-      else
-        a = mid + 1;
-    }
-    return a;
+    return fmha_bwd_first_query_tile_past<kMaskKind, kBlockM, kBlockN>(k, w.m_lo, end, f);
   };
   // K: the highest key tile the last query tile sees; k0: the first k >= n_block whose next tile
   // starts higher, n_block itself unless the CTA is in the bottom-right mask's clamped corner

@@ -35,6 +35,20 @@ FMHA_DEVICE FmhaKeyRange fmha_bwd_key_tiles(int m_block, const FmhaFwdParams& p)
   return r;
 }
 
+// The first query tile m in [a, b) whose key tiles reach past n_block (hi(m) > n_block of the
+// function above, which never decreases with m), or b: a binary search.
+template <int kMaskKind, int kBlockM, int kBlockN>
+FMHA_DEVICE int fmha_bwd_first_query_tile_past(int n_block, int a, int b, const FmhaFwdParams& p) {
+  while (a < b) {
+    const int mid = (a + b) / 2;
+    if (fmha_bwd_key_tiles<kMaskKind, kBlockM, kBlockN>(mid, p).hi > n_block)
+      b = mid;
+    else
+      a = mid + 1;
+  }
+  return a;
+}
+
 // Query tiles [lo, hi) that visit key tile n_block: {m : lo(m) <= n_block < hi(m)} of the
 // function above, found by binary search on its two monotone ends.
 template <int kMaskKind, int kBlockM, int kBlockN>
@@ -44,16 +58,9 @@ FMHA_DEVICE FmhaKeyRange fmha_bwd_query_tiles(int n_block, const FmhaFwdParams& 
   r.lo = 0;
   r.hi = num_m;
   if (kMaskKind != FMHA_MASK_NONE) {
-    int a = 0, b = num_m;  // first m with hi(m) > n_block
-    while (a < b) {
-      const int mid = (a + b) / 2;
-      if (fmha_bwd_key_tiles<kMaskKind, kBlockM, kBlockN>(mid, p).hi > n_block)
-        b = mid;
-      else
-        a = mid + 1;
-    }
+    int a = fmha_bwd_first_query_tile_past<kMaskKind, kBlockM, kBlockN>(n_block, 0, num_m, p);
     r.lo = a;
-    b = num_m;  // first m with lo(m) > n_block, searched from r.lo (lo(m) <= n_block before it)
+    int b = num_m;  // first m with lo(m) > n_block, searched from r.lo (lo(m) <= n_block before it)
     while (a < b) {
       const int mid = (a + b) / 2;
       if (fmha_bwd_key_tiles<kMaskKind, kBlockM, kBlockN>(mid, p).lo > n_block)
