@@ -69,6 +69,7 @@ std::vector<std::int64_t> bwd_key_tile_query_tiles(const FmhaKernelConfig& canon
 struct BwdCausalSections {
   int section_pairs = 1;
   std::int64_t asc_pairs = 0;    // pairs whose chains ascend (deterministic; all when atomic)
+  int tail_pairs = 0;            // walking chains: the last section's pairs (det_tail_pairs)
   double makespan = 0;           // modelled, in iterations; 0 where not modelled
   double one_pair_makespan = 0;  // the same for one pair per section
 };

@@ -35,15 +35,16 @@ namespace {
 // on the SM that frees first (one CTA per SM: the kernels use ~200 KB of shared memory): sections
 // of k pairs, key tile by key tile, the pairs fastest (fmha_bwd_key_tile_cta); a pair from
 // index pairs - asc_pairs on runs its key tiles largest first (n = chain position), the others
-// smallest first (n = num_n - 1 - position: the deterministic chains).
+// smallest first (n = num_n - 1 - position: the deterministic chains). tail > 0: one pair per
+// section but the last `tail` pairs, which share one (FmhaBwdParams::det_tail_pairs; k unused).
 double modelled_makespan(const std::vector<double>& work, std::int64_t pairs, std::int64_t k,
-                         std::int64_t asc_pairs, int multiprocessors) {
+                         std::int64_t asc_pairs, int multiprocessors, std::int64_t tail = 0) {
   const auto num_n = static_cast<std::int64_t>(work.size());
   std::priority_queue<double, std::vector<double>, std::greater<double>> free_at;
   for (int sm = 0; sm < multiprocessors; ++sm) free_at.push(0.0);
   double end = 0;
-  for (std::int64_t first = 0; first < pairs; first += k) {
-    const std::int64_t in_section = std::min(k, pairs - first);
+  for (std::int64_t first = 0, in_section = 0; first < pairs; first += in_section) {
+    in_section = tail > 0 ? (first < pairs - tail ? 1 : tail) : std::min(k, pairs - first);
     for (std::int64_t position = 0; position < num_n; ++position) {
       for (std::int64_t pair = first; pair < first + in_section; ++pair) {
         const std::int64_t n = pair >= pairs - asc_pairs ? position : num_n - 1 - position;
@@ -73,11 +74,16 @@ BwdCausalSections bwd_causal_sections(const FmhaKernelConfig& c, const FmhaProbl
       multiprocessors <= 0 || pairs <= 1 || num_n * pairs > kBwdMaxModelledCtas) {
     return plan;
   }
-  // Not where the deterministic chains walk (det_up_cells: GQA): there sections measured below
-  // the walk alone (H100, session 24, bf16 hdim 128 GQA 32:8 causal: S 8192 430 against 458
-  // TFLOP/s, S 2048 308 against 353; why is not profiled). Without the walk they gained (hdim
-  // 128 S 8192 2 x 16 heads 486 -> 517, hdim 256 S 2048 279 -> 288).
-  if (c.deterministic && det_up_cells(c, p) > 0) return plan;
+  // Where the deterministic chains walk (det_up_cells: GQA), sections measured below the walk
+  // alone (H100, session 24, bf16 hdim 128 GQA 32:8 causal: S 8192 430 against 458 TFLOP/s,
+  // S 2048 308 against 353; why is not profiled; without the walk they gained: hdim 128 S 8192
+  // 2 x 16 heads 486 -> 517, hdim 256 S 2048 279 -> 288). There only the last pairs share a
+  // section (ascending), so that most chains walk one pair after another as measured, while the
+  // largest key tiles of the last pairs no longer start last: the trace of the walk at GQA S 8192
+  // had the SMs idle for 8.7 % of the span at its end, S 2048 13 %, which this model puts at
+  // 9.7 % and 14 % (session 24). Measured (H100, session 25, same call as the walk alone): tails
+  // of 2 pairs at S 8192 458 -> 478, 8 at S 2048 352 -> 378, S 512 186 -> 190 TFLOP/s.
+  const bool walks = c.deterministic && det_up_cells(c, p) > 0;
   // A CTA's work in query-tile iterations (one per query head and query tile that sees its key
   // tile), plus what every CTA costs besides: its K and V loads, the pipeline's fill and the dK /
   // dV epilogue, about two iterations' worth (the split tail's model, bwd_split_tail, uses the
@@ -105,7 +111,8 @@ BwdCausalSections bwd_causal_sections(const FmhaKernelConfig& c, const FmhaProbl
   std::vector<double> ends;
   for (std::int64_t k : sizes) {
     const std::int64_t asc = c.deterministic ? last_section(k) : pairs;
-    ends.push_back(modelled_makespan(work, pairs, k, asc, multiprocessors));
+    ends.push_back(walks ? modelled_makespan(work, pairs, 1, k, multiprocessors, k)
+                         : modelled_makespan(work, pairs, k, asc, multiprocessors));
   }
   const double best = *std::min_element(ends.begin(), ends.end());
   // The reference: one pair per section, the order before sections (all ascending in the atomic
@@ -121,6 +128,12 @@ BwdCausalSections bwd_causal_sections(const FmhaKernelConfig& c, const FmhaProbl
   if (best > (1.0 - kMinGain) * plan.one_pair_makespan) return plan;
   for (std::size_t i = 0; i < sizes.size(); ++i) {
     if (ends[i] <= 1.01 * best) {
+      if (walks) {
+        plan.tail_pairs = static_cast<int>(sizes[i]);
+        plan.asc_pairs = sizes[i];
+        plan.makespan = ends[i];
+        break;
+      }
       plan.section_pairs = static_cast<int>(sizes[i]);
       if (c.deterministic) plan.asc_pairs = last_section(sizes[i]);
       plan.makespan = ends[i];

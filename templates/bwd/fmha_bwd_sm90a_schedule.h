@@ -96,9 +96,21 @@ FMHA_DEVICE FmhaBwdKeyTileCta fmha_bwd_key_tile_cta(const FmhaBwdParams& p) {
   if (kDeterministic || kSections) {
     const int num_n = (f.seqlen_k + kBlockN - 1) / kBlockN;
     const int pairs = f.nhead_k * f.batch;
-    const FmhaBwdGroupedCta g =
-        fmha_bwd_grouped_cta(fmha_block_idx_x(), num_n, pairs,
-                             kDeterministic ? p.det_group_heads : p.causal_section_pairs);
+    const int linear = fmha_block_idx_x();
+    // A tail group (deterministic, det_tail_pairs > 0): the lead pairs one per group, then the
+    // last det_tail_pairs pairs as one group.
+    const int tail = kDeterministic ? p.det_tail_pairs : 0;
+    const int lead = tail > 0 ? pairs - tail : pairs;
+    FmhaBwdGroupedCta g;
+    if (tail > 0 && linear >= lead * num_n) {
+      g = fmha_bwd_grouped_cta(linear - lead * num_n, num_n, tail, tail);
+      g.pair += lead;
+    } else {
+      g = fmha_bwd_grouped_cta(linear, num_n, lead,
+                               tail > 0         ? 1
+                               : kDeterministic ? p.det_group_heads
+                                                : p.causal_section_pairs);
+    }
     c.ascending = kDeterministic && g.pair >= pairs - p.det_asc_pairs;
     c.n_block = kDeterministic && !c.ascending ? num_n - 1 - g.k : g.k;
     c.hk = g.pair % f.nhead_k;

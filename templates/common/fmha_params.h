@@ -67,6 +67,10 @@ struct FmhaBwdParams {
   // Deterministic mode: how many of the last pairs take their chains in increasing key-tile order
   // (fmha_bwd_key_tile_cta); 0 .. pairs.
   int det_asc_pairs;
+  // Deterministic mode, 0 or 1 .. pairs: the launch is one pair per group up to the last
+  // det_tail_pairs pairs, which form one group (fmha_bwd_key_tile_cta); det_group_heads must be 1
+  // then. 0: groups of det_group_heads throughout.
+  int det_tail_pairs;
   // wgmma_sm90a atomic mode under a causal mask: how many (kv head, batch) pairs share one section
   // of the 1-D launch order, key tile by key tile, largest first (fmha_bwd_key_tile_cta); >= 1.
   int causal_section_pairs;

@@ -644,17 +644,26 @@ TEST_CASE("plan: the deterministic causal backward's sections do not depend on t
   const auto partial = dispatch::bwd_causal_sections(c, p, 132);
   CHECK(partial.section_pairs == 8);
   CHECK(partial.asc_pairs == 7);
-  // Where the chains walk (GQA: det_up_cells), the order before sections, unmodelled: one pair
-  // per section, the last of at most 16 pairs ascending (det_asc_pairs).
+  // Where the chains walk (GQA: det_up_cells), one pair per section but a last one of the tail
+  // pairs, ascending: GQA 32:8 S 8192 (16 pairs of 64 key tiles, 2 run together) a tail of 2,
+  // S 2048 (64 pairs of 16, 8 together) a tail of 8.
   p = s8192_problem();
   p.nhead_q = 32;
   p.nhead_k = 8;
   REQUIRE(dispatch::det_up_cells(c, p) > 0);
   const auto walked = dispatch::bwd_causal_sections(c, p, 132);
   CHECK(walked.section_pairs == 1);
-  CHECK(walked.asc_pairs == dispatch::det_asc_pairs(c, p));
-  CHECK(walked.makespan == 0);
-  // Where the model gains under 4 %, the same: S 16384, 8 x 8 heads (8 pairs of 128 key tiles).
+  CHECK(walked.tail_pairs == 2);
+  CHECK(walked.asc_pairs == 2);
+  CHECK(walked.makespan < 0.95 * walked.one_pair_makespan);
+  p.batch = 8;
+  p.seqlen_q = p.seqlen_k = 2048;
+  const auto short_walk = dispatch::bwd_causal_sections(c, p, 132);
+  CHECK(short_walk.section_pairs == 1);
+  CHECK(short_walk.tail_pairs == 8);
+  CHECK(short_walk.asc_pairs == 8);
+  // Where the model gains under 4 %, one pair per section, the last of at most 16 pairs
+  // ascending (det_asc_pairs): S 16384, 8 x 8 heads (8 pairs of 128 key tiles).
   p.batch = 1;
   p.nhead_q = p.nhead_k = 8;
   p.seqlen_q = p.seqlen_k = 16384;
@@ -662,4 +671,5 @@ TEST_CASE("plan: the deterministic causal backward's sections do not depend on t
   CHECK(one.section_pairs == 1);
   CHECK(one.asc_pairs == dispatch::det_asc_pairs(c, p));
   CHECK(one.asc_pairs == 1);
+  CHECK(one.tail_pairs == 0);
 }
