@@ -36,12 +36,14 @@ FMHA_DEVICE FmhaKeyRange fmha_bwd_key_tiles(int m_block, const FmhaFwdParams& p)
 }
 
 // The first query tile m in [a, b) whose key tiles reach past n_block (hi(m) > n_block of the
-// function above, which never decreases with m), or b: a binary search.
-template <int kMaskKind, int kBlockM, int kBlockN>
+// function above), or with kLowEnd the first that starts past it (lo(m) > n_block), or b: a
+// binary search, since neither end ever decreases with m.
+template <int kMaskKind, int kBlockM, int kBlockN, bool kLowEnd = false>
 FMHA_DEVICE int fmha_bwd_first_query_tile_past(int n_block, int a, int b, const FmhaFwdParams& p) {
   while (a < b) {
     const int mid = (a + b) / 2;
-    if (fmha_bwd_key_tiles<kMaskKind, kBlockM, kBlockN>(mid, p).hi > n_block)
+    const FmhaKeyRange seen = fmha_bwd_key_tiles<kMaskKind, kBlockM, kBlockN>(mid, p);
+    if ((kLowEnd ? seen.lo : seen.hi) > n_block)
       b = mid;
     else
       a = mid + 1;
@@ -58,17 +60,10 @@ FMHA_DEVICE FmhaKeyRange fmha_bwd_query_tiles(int n_block, const FmhaFwdParams& 
   r.lo = 0;
   r.hi = num_m;
   if (kMaskKind != FMHA_MASK_NONE) {
-    int a = fmha_bwd_first_query_tile_past<kMaskKind, kBlockM, kBlockN>(n_block, 0, num_m, p);
-    r.lo = a;
-    int b = num_m;  // first m with lo(m) > n_block, searched from r.lo (lo(m) <= n_block before it)
-    while (a < b) {
-      const int mid = (a + b) / 2;
-      if (fmha_bwd_key_tiles<kMaskKind, kBlockM, kBlockN>(mid, p).lo > n_block)
-        b = mid;
-      else
-        a = mid + 1;
-    }
-    r.hi = a;
+    r.lo = fmha_bwd_first_query_tile_past<kMaskKind, kBlockM, kBlockN>(n_block, 0, num_m, p);
+    // Searched from r.lo: lo(m) <= n_block before it.
+    r.hi =
+        fmha_bwd_first_query_tile_past<kMaskKind, kBlockM, kBlockN, true>(n_block, r.lo, num_m, p);
   }
   return r;
 }
