@@ -131,11 +131,10 @@ BwdCausalSections bwd_causal_sections(const FmhaKernelConfig& c, const FmhaProbl
       if (walks) {
         plan.tail_pairs = static_cast<int>(sizes[i]);
         plan.asc_pairs = sizes[i];
-        plan.makespan = ends[i];
-        break;
+      } else {
+        plan.section_pairs = static_cast<int>(sizes[i]);
+        if (c.deterministic) plan.asc_pairs = last_section(sizes[i]);
       }
-      plan.section_pairs = static_cast<int>(sizes[i]);
-      if (c.deterministic) plan.asc_pairs = last_section(sizes[i]);
       plan.makespan = ends[i];
       break;
     }
