@@ -10,8 +10,10 @@ linear launch index is its record's position):
    turn (poll), for the bulk copies to read shared memory (read), for the adds to complete and the
    release (done), and ns from start to its first turn; 11-15 the same for writer 1 (the hdim 256
    kernel's second dQ round); 16-17 cycles each consumer warpgroup waited for a free dQ block
-   (stall; hdim 256 kernel only); 18-19 each consumer warpgroup's end (ns); 20 query tiles the
-   CTA visited (0 from builds before session 24).
+   (stall; the hdim 64 / 128 kernel too from session 26); 18-19 each consumer warpgroup's end
+   (ns); 20 query tiles the CTA visited (0 from builds before session 24); 21-22 cycles each
+   consumer warpgroup of the hdim 64 / 128 kernel waited for its Q and dO tiles (input; session
+   26 on).
 Cycle counts assume the H200's / H100's 1980 MHz boost clock (--mhz to change).
 
 Usage: trace_bwd_sm90a.py [--mhz F] FILE:TILES [FILE:TILES ...], TILES = query tiles per CTA
@@ -66,6 +68,7 @@ def summarise(records, tiles, mhz):
         "cta_us": mean(durations),
         "tile_us": sum(durations) / total,
         "consumer_stall": sum((cycles_us(r, 16) + cycles_us(r, 17)) / 2 for r in records) / total,
+        "consumer_input": sum((cycles_us(r, 21) + cycles_us(r, 22)) / 2 for r in records) / total,
         "writer_full": per_tile(6),
         "writer_poll": per_tile(7),
         "writer_read": per_tile(8),
@@ -83,7 +86,7 @@ def main():
         s = summarise(last_launch(path), int(tiles), args.mhz)
         print(f"{path}: span {s['span_us']:.1f} us, SMs busy {s['sm_busy']:.3f}, "
               f"CTA {s['cta_us']:.1f} us = {s['tile_us']:.2f} us per query tile; per tile (us): "
-              f"consumer stall {s['consumer_stall']:.2f}, writer full {s['writer_full']:.2f} "
+              f"consumer stall {s['consumer_stall']:.2f} input {s['consumer_input']:.2f}, writer full {s['writer_full']:.2f} "
               f"poll {s['writer_poll']:.2f} read {s['writer_read']:.2f} "
               f"done {s['writer_done']:.2f}")
 
