@@ -21,7 +21,9 @@ if [ "${TRACE:-1}" = 1 ]; then
 fi
 if [ -n "${PLAN:-}" ]; then
   echo "=== plan $PLAN at ${SECONDS}s"
-  OUT=/tmp/s26/plan PLAN=$PLAN bash "$here/patches_ab_call.sh"
+  # Under what is left of 570 s, so that the logs' tarball is written inside the tool's 600 s.
+  OUT=/tmp/s26/plan PLAN=$PLAN timeout --signal=KILL $((570 - SECONDS)) \
+    bash "$here/patches_ab_call.sh"
 fi
 tar czf "$back/s26_logs.tgz" -C /tmp s26
 echo "call done at ${SECONDS}s"
