@@ -32,7 +32,7 @@ for dtype in ${DTYPE:-bf16 fp16}; do
   tail -3 "/tmp/grid/grid_log_$dtype.txt"
 done
 if [ "${SASS:-0}" = 1 ]; then
-  for cubin in .carry/cache/v1/entries/*/*/kernel.cubin; do
+  for cubin in "$FMHA_JIT_CACHE_DIR"/v1/entries/*/*/kernel.cubin; do
     sass=$(/usr/local/cuda/bin/cuobjdump -sass "$cubin" 2>/dev/null)
     echo "$(basename "$(dirname "$cubin")" | cut -c1-12) HGMMA $(grep -c HGMMA <<<"$sass")" \
       "STL $(grep -c STL <<<"$sass") LDL $(grep -c LDL <<<"$sass")"
