@@ -168,6 +168,7 @@ FmhaBwdParams make_bwd_params(const FmhaKernelConfig& c, const FmhaProblem& p, c
   params.det_group_heads = 1;  // the runner sets the device's choice (det_group_heads)
   params.det_asc_pairs = det_asc_pairs(c, p);
   params.det_tail_pairs = 0;  // the runner sets the planned tail (bwd_causal_sections)
+  params.det_alternate = 0;   // likewise
   params.det_up_cells = det_up_cells(c, p);
   params.causal_section_pairs = 1;  // the runner sets the planned sections (bwd_causal_sections)
   return params;

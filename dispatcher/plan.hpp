@@ -70,6 +70,7 @@ struct BwdCausalSections {
   int section_pairs = 1;
   std::int64_t asc_pairs = 0;    // pairs whose chains ascend (deterministic; all when atomic)
   int tail_pairs = 0;            // walking chains: the last section's pairs (det_tail_pairs)
+  bool alternate = false;        // walking chains: odd pairs ascend too (det_alternate)
   double makespan = 0;           // modelled, in iterations; 0 where not modelled
   double one_pair_makespan = 0;  // the same for one pair per section
 };

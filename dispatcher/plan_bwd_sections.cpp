@@ -84,6 +84,12 @@ BwdCausalSections bwd_causal_sections(const FmhaKernelConfig& c, const FmhaProbl
   // 9.7 % and 14 % (session 24). Measured (H100, session 25, same call as the walk alone): tails
   // of 2 pairs at S 8192 458 -> 478, 8 at S 2048 352 -> 378, S 512 186 -> 190 TFLOP/s.
   const bool walks = c.deterministic && det_up_cells(c, p) > 0;
+  // Walking chains alternate direction pair by pair (fmha_bwd_key_tile_cta says why). Measured
+  // (H100, session 26, bf16 hdim 128 GQA 32:8 causal, the tails below kept): S 16384 465 -> 476,
+  // S 8192 473 -> 498, S 2048 378 -> 385 TFLOP/s; H200 S 16384 472 -> 484; on MHA chains, which
+  // do not walk and launch in sections, it lost 2 % (S 8192). The model
+  // below keeps modelling every lead chain as decreasing: the tails it picks were measured so.
+  plan.alternate = walks;
   // A CTA's work in query-tile iterations (one per query head and query tile that sees its key
   // tile), plus what every CTA costs besides: its K and V loads, the pipeline's fill and the dK /
   // dV epilogue, about two iterations' worth (the split tail's model, bwd_split_tail, uses the

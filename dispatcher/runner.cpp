@@ -120,6 +120,7 @@ class KernelRunner final : public FmhaRunner {
           params.det_group_heads = sections->section_pairs;
           params.det_asc_pairs = static_cast<int>(sections->asc_pairs);
           params.det_tail_pairs = sections->tail_pairs;
+          params.det_alternate = sections->alternate ? 1 : 0;
         } else {
           params.causal_section_pairs = sections->section_pairs;
         }

@@ -71,6 +71,9 @@ struct FmhaBwdParams {
   // det_tail_pairs pairs, which form one group (fmha_bwd_key_tile_cta); det_group_heads must be 1
   // then. 0: groups of det_group_heads throughout.
   int det_tail_pairs;
+  // Deterministic mode, 0 or 1: every odd pair's chain ascends as well (fmha_bwd_key_tile_cta),
+  // so that directions alternate pair by pair (the host sets it where the chains walk).
+  int det_alternate;
   // wgmma_sm90a atomic mode under a causal mask: how many (kv head, batch) pairs share one section
   // of the 1-D launch order, key tile by key tile, largest first (fmha_bwd_key_tile_cta); >= 1.
   int causal_section_pairs;

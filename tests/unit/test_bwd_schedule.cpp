@@ -97,12 +97,14 @@ std::vector<std::pair<int, int>> expected_walk(const std::vector<int>& owner, in
 // det_group_heads with the last group's pairs ascending (det_asc_pairs); up_cells >= 0 replaces
 // det_up_cells.
 // tail_pairs > 0 (deterministic) replaces the planned tail: one pair per group but the last
-// tail_pairs pairs, ascending (det_tail_pairs, det_asc_pairs).
+// tail_pairs pairs, ascending (det_tail_pairs, det_asc_pairs). alternate: every odd pair ascends
+// too (det_alternate).
 template <class Shape, int kMask, bool kDet>
 void check_launch(const Problem& prob, int sms, int section_pairs = 0, int up_cells = -1,
-                  int tail_pairs = 0) {
+                  int tail_pairs = 0, bool alternate = false) {
   INFO(describe(prob, kDet, sms) << ", sections of " << section_pairs << " pairs, " << up_cells
-                                 << " cells up, a tail of " << tail_pairs);
+                                 << " cells up, a tail of " << tail_pairs
+                                 << (alternate ? ", alternating" : ""));
   FmhaKernelConfig c;
   c.family = Family::bwd;
   c.arch = "sm_90";
@@ -132,6 +134,7 @@ void check_launch(const Problem& prob, int sms, int section_pairs = 0, int up_ce
     params.det_tail_pairs = tail_pairs;
     params.det_asc_pairs = tail_pairs;
   }
+  if (alternate && kDet) params.det_alternate = 1;
 
   // The grid as the plan launches it.
   const auto stages = dispatch::plan_stages(c, fp, sms);
@@ -448,23 +451,27 @@ TEST_CASE("bwd schedule: deterministic causal sections order each tile's adds, n
 TEST_CASE("bwd schedule: a deterministic tail section over walking chains orders each tile's adds",
           "[schedule]") {
   // GQA chains walk one pair after another; the last 1, 2, 3 or all pairs share one ascending
-  // section. Turn order and the deadlock simulation as in check_launch.
+  // section (or none: tail 0), the lead pairs' chains all decreasing or alternating. Turn order
+  // and the deadlock simulation as in check_launch.
   for (const Problem& base : {Problem{0, 300, 260, 4, 2, 2, MaskKind::none},
                               Problem{0, 777, 1000, 8, 2, 3, MaskKind::none}}) {
-    for (int tail : {1, 2, 3, base.hk * base.batch}) {
-      for (int sms : {132, 7, 1}) {
-        Problem p = base;
-        p.mask = MaskKind::causal_top_left;
-        p.hdim = 128;
-        check_launch<ScheduleShape<64, 128, 1>, FMHA_MASK_CAUSAL_TOP_LEFT, true>(p, sms, 0, -1,
-                                                                                 tail);
-        p.hdim = 256;
-        check_launch<ScheduleShape<64, 64, 0>, FMHA_MASK_CAUSAL_TOP_LEFT, true>(p, sms, 0, -1,
-                                                                                tail);
-        p.mask = MaskKind::causal_bottom_right;
-        p.hdim = 64;
-        check_launch<ScheduleShape<128, 128, 1>, FMHA_MASK_CAUSAL_BOTTOM_RIGHT, true>(p, sms, 0, -1,
-                                                                                      tail);
+    for (int tail : {0, 1, 2, 3, base.hk * base.batch}) {
+      for (bool alternate : {false, true}) {
+        if (tail == 0 && !alternate) continue;  // check_launch's default plan (other cases)
+        for (int sms : {132, 7, 1}) {
+          Problem p = base;
+          p.mask = MaskKind::causal_top_left;
+          p.hdim = 128;
+          check_launch<ScheduleShape<64, 128, 1>, FMHA_MASK_CAUSAL_TOP_LEFT, true>(p, sms, 0, -1,
+                                                                                   tail, alternate);
+          p.hdim = 256;
+          check_launch<ScheduleShape<64, 64, 0>, FMHA_MASK_CAUSAL_TOP_LEFT, true>(p, sms, 0, -1,
+                                                                                  tail, alternate);
+          p.mask = MaskKind::causal_bottom_right;
+          p.hdim = 64;
+          check_launch<ScheduleShape<128, 128, 1>, FMHA_MASK_CAUSAL_BOTTOM_RIGHT, true>(
+              p, sms, 0, -1, tail, alternate);
+        }
       }
     }
   }

@@ -635,6 +635,7 @@ TEST_CASE("plan: the deterministic causal backward's sections do not depend on t
     const auto plan = dispatch::bwd_causal_sections(c, p, sms);
     CHECK(plan.section_pairs == 2);
     CHECK(plan.asc_pairs == 2);
+    CHECK(!plan.alternate);
     CHECK(plan.makespan < 0.95 * plan.one_pair_makespan);
   }
   // 3 x 5 pairs of 16 key tiles: sections of 8, the last of 7 pairs, all 7 ascending.
@@ -655,6 +656,7 @@ TEST_CASE("plan: the deterministic causal backward's sections do not depend on t
   CHECK(walked.section_pairs == 1);
   CHECK(walked.tail_pairs == 2);
   CHECK(walked.asc_pairs == 2);
+  CHECK(walked.alternate);  // the lead pairs' chains alternate direction (det_alternate)
   CHECK(walked.makespan < 0.95 * walked.one_pair_makespan);
   p.batch = 8;
   p.seqlen_q = p.seqlen_k = 2048;
@@ -662,6 +664,13 @@ TEST_CASE("plan: the deterministic causal backward's sections do not depend on t
   CHECK(short_walk.section_pairs == 1);
   CHECK(short_walk.tail_pairs == 8);
   CHECK(short_walk.asc_pairs == 8);
+  CHECK(short_walk.alternate);
+  // GQA 32:8 S 16384, one batch: no tail (the model's end is within 4 %), alternating.
+  p.batch = 1;
+  p.seqlen_q = p.seqlen_k = 16384;
+  const auto long_walk = dispatch::bwd_causal_sections(c, p, 132);
+  CHECK(long_walk.tail_pairs == 0);
+  CHECK(long_walk.alternate);
   // Where the model gains under 4 %, one pair per section, the last of at most 16 pairs
   // ascending (det_asc_pairs): S 16384, 8 x 8 heads (8 pairs of 128 key tiles).
   p.batch = 1;
@@ -672,4 +681,5 @@ TEST_CASE("plan: the deterministic causal backward's sections do not depend on t
   CHECK(one.asc_pairs == dispatch::det_asc_pairs(c, p));
   CHECK(one.asc_pairs == 1);
   CHECK(one.tail_pairs == 0);
+  CHECK(!one.alternate);  // MHA chains do not walk
 }
