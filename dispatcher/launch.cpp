@@ -169,6 +169,8 @@ FmhaBwdParams make_bwd_params(const FmhaKernelConfig& c, const FmhaProblem& p, c
   params.det_asc_pairs = det_asc_pairs(c, p);
   params.det_tail_pairs = 0;  // the runner sets the planned tail (bwd_causal_sections)
   params.det_alternate = 0;   // likewise
+  params.det_asc_walk_up = 0;
+  params.det_asc_walk_from = 0;
   params.det_up_cells = det_up_cells(c, p);
   params.causal_section_pairs = 1;  // the runner sets the planned sections (bwd_causal_sections)
   return params;

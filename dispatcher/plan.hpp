@@ -68,9 +68,11 @@ std::vector<std::int64_t> bwd_key_tile_query_tiles(const FmhaKernelConfig& canon
 // kBwdMaxModelledCtas CTAs, where a launch is tens of waves and its tail a small share.
 struct BwdCausalSections {
   int section_pairs = 1;
-  std::int64_t asc_pairs = 0;    // pairs whose chains ascend (deterministic; all when atomic)
-  int tail_pairs = 0;            // walking chains: the last section's pairs (det_tail_pairs)
-  bool alternate = false;        // walking chains: odd pairs ascend too (det_alternate)
+  std::int64_t asc_pairs = 0;  // pairs whose chains ascend (deterministic; all when atomic)
+  int tail_pairs = 0;          // walking chains: the last section's pairs (det_tail_pairs)
+  bool alternate = false;      // walking chains: odd pairs ascend too (det_alternate)
+  int asc_walk_up = 0;         // and those from asc_walk_from on walk (det_asc_walk_up)
+  int asc_walk_from = 0;
   double makespan = 0;           // modelled, in iterations; 0 where not modelled
   double one_pair_makespan = 0;  // the same for one pair per section
 };

@@ -90,6 +90,19 @@ BwdCausalSections bwd_causal_sections(const FmhaKernelConfig& c, const FmhaProbl
   // do not walk and launch in sections, it lost 2 % (S 8192). The model
   // below keeps modelling every lead chain as decreasing: the tails it picks were measured so.
   plan.alternate = walks;
+  if (walks) {
+    // The ascending pairs that start after the first wave take the SMs the decreasing pair before
+    // them frees, smallest key tile first, so their key tiles start one tile's difference in work
+    // (own: group x ratio cells) times the share of the SMs one pair's chain fills apart. With f
+    // own cells first in the walk, each key tile then trails the one below by that spacing - f
+    // visits; f = spacing - u leaves the decreasing chains' slack of u (det_up_cells). The first
+    // wave's pairs start at once and keep their order; so do chains too short to space out.
+    const std::int64_t ratio = c.block_n / c.block_m;
+    const std::int64_t own = (p.nhead_q / p.nhead_k) * ratio;
+    const std::int64_t spacing = own * std::min<std::int64_t>(num_n, kReferenceSms) / kReferenceSms;
+    plan.asc_walk_up = static_cast<int>(std::max<std::int64_t>(0, spacing - det_up_cells(c, p)));
+    plan.asc_walk_from = static_cast<int>((kReferenceSms + num_n - 1) / num_n);
+  }
   // A CTA's work in query-tile iterations (one per query head and query tile that sees its key
   // tile), plus what every CTA costs besides: its K and V loads, the pipeline's fill and the dK /
   // dV epilogue, about two iterations' worth (the split tail's model, bwd_split_tail, uses the

@@ -121,6 +121,8 @@ class KernelRunner final : public FmhaRunner {
           params.det_asc_pairs = static_cast<int>(sections->asc_pairs);
           params.det_tail_pairs = sections->tail_pairs;
           params.det_alternate = sections->alternate ? 1 : 0;
+          params.det_asc_walk_up = sections->asc_walk_up;
+          params.det_asc_walk_from = sections->asc_walk_from;
         } else {
           params.causal_section_pairs = sections->section_pairs;
         }

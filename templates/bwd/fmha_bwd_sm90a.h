@@ -317,8 +317,9 @@ FMHA_DEVICE void fmha_bwd_sm90a_store_walk(const FmhaBwdSm90Params& P, unsigned 
   const bool causal =
       kMaskKind == FMHA_MASK_CAUSAL_TOP_LEFT || kMaskKind == FMHA_MASK_CAUSAL_BOTTOM_RIGHT;
   if (!kDeterministic || !causal || P.bwd.det_up_cells <= 0) return;
+  const FmhaBwdSm90aWork w = fmha_bwd_sm90a_work<Shape, kMaskKind, kDeterministic>(P.bwd);
   const FmhaBwdSm90aWalk walk = fmha_bwd_sm90a_plan_walk<kMaskKind, Shape::kBlockM, Shape::kBlockN>(
-      fmha_bwd_sm90a_work<Shape, kMaskKind, kDeterministic>(P.bwd), P.bwd.fwd, P.bwd.det_up_cells);
+      w, P.bwd.fwd, fmha_bwd_sm90a_walk_up(P.bwd, w));
 #pragma unroll
   for (int i = 0; i < FmhaBwdSm90aWalk::kFields; ++i) {
     fmha_st_shared_b32(at + 4 * i, static_cast<unsigned>(walk.field[i]));

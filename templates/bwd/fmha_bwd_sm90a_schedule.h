@@ -75,6 +75,7 @@
 struct FmhaBwdKeyTileCta {
   int n_block, hk, b;
   bool ascending;  // deterministic mode: this pair's chain runs in increasing key tiles
+  bool asc_walks;  // ascending, and walks with det_asc_walk_up cells first
   int part;        // atomic mode: -1 for a whole key tile, else its part in [0, split_parts)
   int split_tile;  // the key tile's index among the split ones (part >= 0)
 };
@@ -121,8 +122,10 @@ FMHA_DEVICE FmhaBwdKeyTileCta fmha_bwd_key_tile_cta(const FmhaBwdParams& p) {
                                : kDeterministic ? p.det_group_heads
                                                 : p.causal_section_pairs);
     }
-    c.ascending = kDeterministic &&
-                  (g.pair >= pairs - p.det_asc_pairs || (p.det_alternate && g.pair % 2 == 1));
+    const bool alternates = kDeterministic && p.det_alternate && g.pair % 2 == 1;
+    c.ascending = kDeterministic && (g.pair >= pairs - p.det_asc_pairs || alternates);
+    c.asc_walks =
+        alternates && p.det_asc_walk_up > 0 && g.pair >= p.det_asc_walk_from && g.pair < lead;
     c.n_block = kDeterministic && !c.ascending ? num_n - 1 - g.k : g.k;
     c.hk = g.pair % f.nhead_k;
     c.b = g.pair / f.nhead_k;
@@ -139,11 +142,13 @@ FMHA_DEVICE FmhaBwdKeyTileCta fmha_bwd_key_tile_cta(const FmhaBwdParams& p) {
     c.hk = tile / num_n % f.nhead_k;
     c.b = tile / num_n / f.nhead_k;
     c.ascending = false;
+    c.asc_walks = false;
   } else {
     c.n_block = fmha_block_idx_x();
     c.hk = fmha_block_idx_y();
     c.b = fmha_block_idx_z();
     c.ascending = false;
+    c.asc_walks = false;
     c.part = -1;
     c.split_tile = 0;
   }
@@ -200,6 +205,7 @@ struct FmhaBwdSm90aWork {
   int rot;               // the first query tile's offset in [0, m_count)
   int part, split_tile;  // FmhaBwdKeyTileCta
   bool ascending;
+  bool asc_walks;  // FmhaBwdKeyTileCta
   // The visit of iteration `it` in the head-major or the ascending chain's order.
   FMHA_DEVICE FmhaBwdSm90aVisit visit(int it) const {
     it += it0;
@@ -253,7 +259,7 @@ FMHA_DEVICE FmhaBwdSm90aWalk fmha_bwd_sm90a_plan_walk(const FmhaBwdSm90aWork& w,
   for (int i = 0; i < FmhaBwdSm90aWalk::kFields; ++i) walk.field[i] = 0;
   const bool causal =
       kMaskKind == FMHA_MASK_CAUSAL_TOP_LEFT || kMaskKind == FMHA_MASK_CAUSAL_BOTTOM_RIGHT;
-  if (!causal || up <= 0 || w.m_count <= 0 || w.ascending) return walk;
+  if (!causal || up <= 0 || w.m_count <= 0 || (w.ascending && !w.asc_walks)) return walk;
   const int end = w.m_lo + w.m_count;  // every causal row ends at the last query tile
   // lo(k) for k >= n_block: fmha_bwd_query_tiles(k).lo, the first query tile whose key tiles
   // reach past k, searched in [m_lo, end] only (lo never decreases with k) and without the upper
@@ -299,6 +305,12 @@ FMHA_DEVICE FmhaBwdSm90aWalk fmha_bwd_sm90a_plan_walk(const FmhaBwdSm90aWork& w,
   walk.field[FmhaBwdSm90aWalk::kLoNext] = lo_next;
   walk.field[FmhaBwdSm90aWalk::kLoTop] = lo_top;
   return walk;
+}
+
+// The u a CTA's walk is planned with: det_up_cells on decreasing chains, det_asc_walk_up on
+// ascending ones (fmha_bwd_sm90a_plan_walk plans none for an ascending CTA that does not walk).
+FMHA_DEVICE int fmha_bwd_sm90a_walk_up(const FmhaBwdParams& p, const FmhaBwdSm90aWork& w) {
+  return w.ascending ? p.det_asc_walk_up : p.det_up_cells;
 }
 
 // Iteration `it` of the up-down walk: the own set of the key tile it falls in, and the cell in
@@ -365,6 +377,7 @@ FMHA_DEVICE FmhaBwdSm90aWork fmha_bwd_sm90a_work(const FmhaBwdParams& p) {
   w.hk = cta.hk;
   w.b = cta.b;
   w.ascending = cta.ascending;
+  w.asc_walks = cta.asc_walks;
   w.group = f.nhead_q / f.nhead_k;
   const FmhaKeyRange m_tiles =
       fmha_bwd_query_tiles<kMaskKind, Shape::kBlockM, Shape::kBlockN>(w.n_block, f);

@@ -74,6 +74,11 @@ struct FmhaBwdParams {
   // Deterministic mode, 0 or 1: every odd pair's chain ascends as well (fmha_bwd_key_tile_cta),
   // so that directions alternate pair by pair (the host sets it where the chains walk).
   int det_alternate;
+  // Deterministic mode with det_alternate: the odd lead pairs from det_asc_walk_from on (pairs that
+  // start after the launch's first wave) walk their ascending chains too, with det_asc_walk_up
+  // own cells first (fmha_bwd_sm90a_plan_walk); 0: they keep the ascending order.
+  int det_asc_walk_up;
+  int det_asc_walk_from;
   // wgmma_sm90a atomic mode under a causal mask: how many (kv head, batch) pairs share one section
   // of the 1-D launch order, key tile by key tile, largest first (fmha_bwd_key_tile_cta); >= 1.
   int causal_section_pairs;

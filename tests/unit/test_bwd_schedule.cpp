@@ -98,13 +98,16 @@ std::vector<std::pair<int, int>> expected_walk(const std::vector<int>& owner, in
 // det_up_cells.
 // tail_pairs > 0 (deterministic) replaces the planned tail: one pair per group but the last
 // tail_pairs pairs, ascending (det_tail_pairs, det_asc_pairs). alternate: every odd pair ascends
-// too (det_alternate).
+// too (det_alternate), and those from asc_walk_from on walk with asc_walk_up cells first when it
+// is > 0 (det_asc_walk_up, det_asc_walk_from).
 template <class Shape, int kMask, bool kDet>
 void check_launch(const Problem& prob, int sms, int section_pairs = 0, int up_cells = -1,
-                  int tail_pairs = 0, bool alternate = false) {
+                  int tail_pairs = 0, bool alternate = false, int asc_walk_up = 0,
+                  int asc_walk_from = 0) {
   INFO(describe(prob, kDet, sms) << ", sections of " << section_pairs << " pairs, " << up_cells
                                  << " cells up, a tail of " << tail_pairs
-                                 << (alternate ? ", alternating" : ""));
+                                 << (alternate ? ", alternating" : "") << ", ascending walks of "
+                                 << asc_walk_up << " from pair " << asc_walk_from);
   FmhaKernelConfig c;
   c.family = Family::bwd;
   c.arch = "sm_90";
@@ -134,7 +137,11 @@ void check_launch(const Problem& prob, int sms, int section_pairs = 0, int up_ce
     params.det_tail_pairs = tail_pairs;
     params.det_asc_pairs = tail_pairs;
   }
-  if (alternate && kDet) params.det_alternate = 1;
+  if (alternate && kDet) {
+    params.det_alternate = 1;
+    params.det_asc_walk_up = asc_walk_up;
+    params.det_asc_walk_from = asc_walk_from;
+  }
 
   // The grid as the plan launches it.
   const auto stages = dispatch::plan_stages(c, fp, sms);
@@ -153,7 +160,7 @@ void check_launch(const Problem& prob, int sms, int section_pairs = 0, int up_ce
         // As the kernels do: thread 0 plans the walk (deterministic kernels only), and every
         // role visits through fmha_bwd_sm90a_visit.
         cta.walk = fmha_bwd_sm90a_plan_walk<kMask, Shape::kBlockM, Shape::kBlockN>(
-            cta.w, f, kDet ? params.det_up_cells : 0);
+            cta.w, f, kDet ? fmha_bwd_sm90a_walk_up(params, cta.w) : 0);
         const bool walks = cta.walk[FmhaBwdSm90aWalk::kUp] > 0;
         for (int it = 0; it < cta.w.num_iters; ++it) {
           const FmhaBwdSm90aVisit v =
@@ -241,12 +248,18 @@ void check_launch(const Problem& prob, int sms, int section_pairs = 0, int up_ce
   int walks = 0;
   for (const Cta& cta : ctas) {
     by_tile[std::make_tuple(cta.w.b, cta.w.hk, cta.w.n_block)] = &cta;
-    const bool walks_here = kCausal && walk_up > 0 && !cta.w.ascending && cta.w.m_count > 0;
+    // An ascending chain's CTA walks only where the host asks for it (det_asc_walk_up), with its
+    // own count of cells first.
+    const int up_here = cta.w.ascending ? std::min(params.det_asc_walk_up,
+                                                   group * (Shape::kBlockN / Shape::kBlockM))
+                                        : walk_up;
+    const bool walks_here = kCausal && walk_up > 0 && up_here > 0 && cta.w.m_count > 0 &&
+                            (!cta.w.ascending || cta.w.asc_walks);
     INFO("key tile " << cta.w.n_block << " of kv head " << cta.w.hk << ", batch " << cta.w.b);
-    REQUIRE(cta.walk[FmhaBwdSm90aWalk::kUp] == (walks_here ? walk_up : 0));
+    REQUIRE(cta.walk[FmhaBwdSm90aWalk::kUp] == (walks_here ? up_here : 0));
     if (!walks_here) continue;
     ++walks;
-    const auto expected = expected_walk(owner, cta.w.n_block, top, cta.w.hk, group, walk_up);
+    const auto expected = expected_walk(owner, cta.w.n_block, top, cta.w.hk, group, up_here);
     std::vector<std::pair<int, int>> walked;
     for (const auto& [h, m, turn] : cta.visits) walked.push_back({h, m});
     CHECK(walked == expected);
@@ -270,7 +283,8 @@ void check_launch(const Problem& prob, int sms, int section_pairs = 0, int up_ce
       const auto shared = at.find({h, m});
       if (shared == at.end()) continue;
       INFO("key tile " << cta->w.n_block << ", query head " << h << ", query tile " << m);
-      CHECK(static_cast<int>(i) - shared->second == std::min(walk_up, own));
+      CHECK(static_cast<int>(i) - shared->second ==
+            std::min(cta->walk[FmhaBwdSm90aWalk::kUp], own));
     }
   }
   const bool descends = prob.hk * prob.batch > params.det_asc_pairs;  // some pair's chain
@@ -451,26 +465,28 @@ TEST_CASE("bwd schedule: deterministic causal sections order each tile's adds, n
 TEST_CASE("bwd schedule: a deterministic tail section over walking chains orders each tile's adds",
           "[schedule]") {
   // GQA chains walk one pair after another; the last 1, 2, 3 or all pairs share one ascending
-  // section (or none: tail 0), the lead pairs' chains all decreasing or alternating. Turn order
-  // and the deadlock simulation as in check_launch.
+  // section (or none: tail 0), the lead pairs' chains all decreasing or alternating, the
+  // ascending ones walking from some pair on or not. Turn order, the walks and the deadlock
+  // simulation as in check_launch.
   for (const Problem& base : {Problem{0, 300, 260, 4, 2, 2, MaskKind::none},
                               Problem{0, 777, 1000, 8, 2, 3, MaskKind::none}}) {
     for (int tail : {0, 1, 2, 3, base.hk * base.batch}) {
-      for (bool alternate : {false, true}) {
+      for (auto [alternate, up, from] : std::vector<std::tuple<bool, int, int>>{
+               {false, 0, 0}, {true, 0, 0}, {true, 2, 0}, {true, 5, 3}, {true, 9, 1}}) {
         if (tail == 0 && !alternate) continue;  // check_launch's default plan (other cases)
         for (int sms : {132, 7, 1}) {
           Problem p = base;
           p.mask = MaskKind::causal_top_left;
           p.hdim = 128;
-          check_launch<ScheduleShape<64, 128, 1>, FMHA_MASK_CAUSAL_TOP_LEFT, true>(p, sms, 0, -1,
-                                                                                   tail, alternate);
+          check_launch<ScheduleShape<64, 128, 1>, FMHA_MASK_CAUSAL_TOP_LEFT, true>(
+              p, sms, 0, -1, tail, alternate, up, from);
           p.hdim = 256;
-          check_launch<ScheduleShape<64, 64, 0>, FMHA_MASK_CAUSAL_TOP_LEFT, true>(p, sms, 0, -1,
-                                                                                  tail, alternate);
+          check_launch<ScheduleShape<64, 64, 0>, FMHA_MASK_CAUSAL_TOP_LEFT, true>(
+              p, sms, 0, -1, tail, alternate, up, from);
           p.mask = MaskKind::causal_bottom_right;
           p.hdim = 64;
           check_launch<ScheduleShape<128, 128, 1>, FMHA_MASK_CAUSAL_BOTTOM_RIGHT, true>(
-              p, sms, 0, -1, tail, alternate);
+              p, sms, 0, -1, tail, alternate, up, from);
         }
       }
     }

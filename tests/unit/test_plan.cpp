@@ -657,6 +657,10 @@ TEST_CASE("plan: the deterministic causal backward's sections do not depend on t
   CHECK(walked.tail_pairs == 2);
   CHECK(walked.asc_pairs == 2);
   CHECK(walked.alternate);  // the lead pairs' chains alternate direction (det_alternate)
+  // Two pairs fill the SMs: an ascending pair's key tiles start 8 x 64 / 132 = 3 visits apart,
+  // so from the first pair after the first wave (132 / 64 -> 3) they walk with 3 - 2 cells first.
+  CHECK(walked.asc_walk_up == 1);
+  CHECK(walked.asc_walk_from == 3);
   CHECK(walked.makespan < 0.95 * walked.one_pair_makespan);
   p.batch = 8;
   p.seqlen_q = p.seqlen_k = 2048;
@@ -665,12 +669,15 @@ TEST_CASE("plan: the deterministic causal backward's sections do not depend on t
   CHECK(short_walk.tail_pairs == 8);
   CHECK(short_walk.asc_pairs == 8);
   CHECK(short_walk.alternate);
+  CHECK(short_walk.asc_walk_up == 0);  // 16 key tiles start together: no spacing to walk in
   // GQA 32:8 S 16384, one batch: no tail (the model's end is within 4 %), alternating.
   p.batch = 1;
   p.seqlen_q = p.seqlen_k = 16384;
   const auto long_walk = dispatch::bwd_causal_sections(c, p, 132);
   CHECK(long_walk.tail_pairs == 0);
   CHECK(long_walk.alternate);
+  CHECK(long_walk.asc_walk_up == 5);  // 8 x 128 / 132 = 7 visits apart, 7 - 2 cells first
+  CHECK(long_walk.asc_walk_from == 2);
   // Where the model gains under 4 %, one pair per section, the last of at most 16 pairs
   // ascending (det_asc_pairs): S 16384, 8 x 8 heads (8 pairs of 128 key tiles).
   p.batch = 1;
