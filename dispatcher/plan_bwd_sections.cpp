@@ -90,13 +90,17 @@ BwdCausalSections bwd_causal_sections(const FmhaKernelConfig& c, const FmhaProbl
   // do not walk and launch in sections, it lost 2 % (S 8192). The model
   // below keeps modelling every lead chain as decreasing: the tails it picks were measured so.
   plan.alternate = walks;
-  if (walks) {
-    // The ascending pairs that start after the first wave take the SMs the decreasing pair before
-    // them frees, smallest key tile first, so their key tiles start one tile's difference in work
-    // (own: group x ratio cells) times the share of the SMs one pair's chain fills apart. With f
-    // own cells first in the walk, each key tile then trails the one below by that spacing - f
-    // visits; f = spacing - u leaves the decreasing chains' slack of u (det_up_cells). The first
-    // wave's pairs start at once and keep their order; so do chains too short to space out.
+  if (walks && 2 * num_n > kReferenceSms) {
+    // Where one pair's chain fills more than half the SMs, the ascending pairs that start after
+    // the first wave take the SMs the decreasing pair before them frees, smallest key tile first,
+    // so their key tiles start one tile's difference in work (own: group x ratio cells) times the
+    // share of the SMs one pair's chain fills apart. With f own cells first in the walk, each key
+    // tile then trails the one below by that spacing - f visits; f = spacing - u leaves the
+    // decreasing chains' slack of u (det_up_cells). The first wave's pairs start at once and
+    // keep their order. Measured (H100, session 26, against the alternation alone): GQA 32:8
+    // S 16384 482.0 -> 493.6 TFLOP/s (f = 5), outputs within one bf16 rounding of dK / dV (their
+    // order of summation changes; dQ's does not). At S 8192, where two pairs share the SMs and
+    // their key tiles start 3 visits apart, f = 1 measured 486.0 -> 481.7, hence the condition.
     const std::int64_t ratio = c.block_n / c.block_m;
     const std::int64_t own = (p.nhead_q / p.nhead_k) * ratio;
     const std::int64_t spacing = own * std::min<std::int64_t>(num_n, kReferenceSms) / kReferenceSms;

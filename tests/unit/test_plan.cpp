@@ -657,10 +657,8 @@ TEST_CASE("plan: the deterministic causal backward's sections do not depend on t
   CHECK(walked.tail_pairs == 2);
   CHECK(walked.asc_pairs == 2);
   CHECK(walked.alternate);  // the lead pairs' chains alternate direction (det_alternate)
-  // Two pairs fill the SMs: an ascending pair's key tiles start 8 x 64 / 132 = 3 visits apart,
-  // so from the first pair after the first wave (132 / 64 -> 3) they walk with 3 - 2 cells first.
-  CHECK(walked.asc_walk_up == 1);
-  CHECK(walked.asc_walk_from == 3);
+  // Two pairs share the SMs: the ascending pairs keep their order.
+  CHECK(walked.asc_walk_up == 0);
   CHECK(walked.makespan < 0.95 * walked.one_pair_makespan);
   p.batch = 8;
   p.seqlen_q = p.seqlen_k = 2048;
@@ -678,6 +676,27 @@ TEST_CASE("plan: the deterministic causal backward's sections do not depend on t
   CHECK(long_walk.alternate);
   CHECK(long_walk.asc_walk_up == 5);  // 8 x 128 / 132 = 7 visits apart, 7 - 2 cells first
   CHECK(long_walk.asc_walk_from == 2);
+  // The gpu test's ascending walks (test_gpu_backward_sm90a.cpp): GQA 4:1, 8 batches, S 8704,
+  // 68 key tiles of 128 (hdim 128) or 136 of 64 (hdim 256): the odd pairs after the first wave
+  // walk, and the tail leaves pairs 3 and 5 lead pairs.
+  for (int hdim : {128, 256}) {
+    FmhaKernelConfig det = c;
+    det.hdim_q = det.hdim_v = hdim;
+    det.block_m = det.block_n = 0;
+    det = canonicalize(det);
+    FmhaProblem gpu_case = s8192_problem();
+    gpu_case.batch = 8;
+    gpu_case.nhead_q = 4;
+    gpu_case.nhead_k = 1;
+    gpu_case.seqlen_q = gpu_case.seqlen_k = 8704;
+    gpu_case.hdim_q = gpu_case.hdim_v = hdim;
+    const auto plan = dispatch::bwd_causal_sections(det, gpu_case, 132);
+    INFO("hdim " << hdim);
+    CHECK(plan.alternate);
+    CHECK(plan.asc_walk_up == 2);
+    CHECK(plan.asc_walk_from == (hdim == 128 ? 2 : 1));  // 136 key tiles: pair 0 fills wave 1
+    CHECK(plan.tail_pairs <= 2);
+  }
   // Where the model gains under 4 %, one pair per section, the last of at most 16 pairs
   // ascending (det_asc_pairs): S 16384, 8 x 8 heads (8 pairs of 128 key tiles).
   p.batch = 1;
