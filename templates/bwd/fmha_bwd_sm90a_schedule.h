@@ -193,6 +193,10 @@ FMHA_DEVICE FmhaBwdKeyTileCta fmha_bwd_key_tile_cta(const FmhaBwdParams& p) {
 // same query tiles and own none) and the top K. fmha_bwd_sm90a_plan_walk checks lo(K) = lo(k0 + 1)
 // + r (K - k0 - 1), which with steps of at most r proves every step between, and keeps the
 // head-major order if it fails.
+// An ascending chain's CTA (det_alternate) walks the same W(n) with f = det_asc_walk_up cells
+// first where the host asks for it: there key tile n + 1 adds after n, and where it starts s
+// iterations after n (the spacing dispatcher/plan_bwd_sections.cpp models), it trails n by s - f
+// at every cell they share, which the host makes u. The turns still count key tiles.
 struct FmhaBwdSm90aVisit {
   int head, m_block;
 };
