@@ -60,6 +60,14 @@ PY
   timeout 120 "$1" prebuild "$sweep" -j "$(nproc)" 2>&1 | tail -1
 }
 
+# check_main SUITES [EXAMPLES]: the carried build's sm_90a kernels compiled up front, its gpu
+# suites (';'-separated) and, unless EXAMPLES is 0, examples 37 and 01; logs in $out.
+check_main() {
+  warm_sm90a $b/fmha-jit
+  run_gpu_suites $b/fmha_jit_gpu_tests "$1" 150
+  [ "${2:-1}" = 1 ] && run_examples
+}
+
 # compare_walk_bits FMHA_JIT HDIM SEQLEN_Q SEQLEN_K MASK: one deterministic backward (GQA 12:3, 2
 # batches, seed 7) with FMHA_JIT_BWD_DET_UP_CELLS = 0 (head-major) and 2 (the up-down walk; a
 # build with bwd-det-up-cells-override.patch), its dq / dk / dv compared byte for byte.

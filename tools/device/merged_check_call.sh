@@ -15,10 +15,8 @@ source "$(dirname "$0")/call_env.sh"
 back=$out
 out=/tmp/grid/logs
 mkdir -p "$out"
-warm_sm90a $b/fmha-jit
-run_gpu_suites $b/fmha_jit_gpu_tests \
-  "${SUITES:-gpu sm90a fwd*;gpu sm90a bwd: every dtype*;gpu sm90a bwd: deterministic*}" 150
-[ "${EXAMPLES:-1}" = 1 ] && run_examples
+check_main "${SUITES:-gpu sm90a fwd*;gpu sm90a bwd: every dtype*;gpu sm90a bwd: deterministic*}" \
+  "${EXAMPLES:-1}"
 [ -d .carry/cache ] && export FMHA_JIT_CACHE_DIR=$PWD/.carry/cache
 mkdir -p /tmp/grid
 for dtype in ${DTYPE:-bf16 fp16}; do

@@ -9,10 +9,8 @@ here=$(dirname "$0")
 back=$out
 out=/tmp/s26/main
 mkdir -p "$out"
-warm_sm90a $b/fmha-jit
-run_gpu_suites $b/fmha_jit_gpu_tests \
-  "${SUITES:-gpu sm90a bwd: every dtype*;gpu sm90a bwd: deterministic*;gpu sm90a bwd: causal launches*}" 150
-run_examples
+check_main \
+  "${SUITES:-gpu sm90a bwd: every dtype*;gpu sm90a bwd: deterministic*;gpu sm90a bwd: causal launches*}"
 if [ "${TRACE:-1}" = 1 ]; then
   echo "=== trace at ${SECONDS}s"
   OUT=/tmp/s26/trace BRANCH=trace SHAPE="--hdim-q 128 --nhead-q 32 --nhead-k 8 --mask causal_top_left" \

@@ -4,10 +4,8 @@
 # (s26-base, staged with tools/device/stage_branch.sh) on the GQA causal deterministic rows, the
 # MHA control and the atomic GQA S 16384 row. Run from the repository root with .carry/ staged.
 source "$(dirname "$0")/call_env.sh"
-warm_sm90a $b/fmha-jit
-run_gpu_suites $b/fmha_jit_gpu_tests "gpu sm90a bwd: every dtype*;gpu sm90a bwd: deterministic*;\
-gpu sm90a bwd: causal launches*;gpu sm90a bwd: seqlen 1*" 150
-run_examples
+check_main "gpu sm90a bwd: every dtype*;gpu sm90a bwd: deterministic*;\
+gpu sm90a bwd: causal launches*;gpu sm90a bwd: seqlen 1*"
 BRANCH=s26-base ABBA=1 ROWS="bwd,128,16384,1,32,8,causal_top_left,1 \
 bwd,128,8192,2,32,8,causal_top_left,1 bwd,128,2048,8,32,8,causal_top_left,1 \
 bwd,128,8192,2,16,16,causal_top_left,1 bwd,128,16384,1,32,8,causal_top_left,0" \
