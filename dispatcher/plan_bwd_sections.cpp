@@ -87,8 +87,8 @@ BwdCausalSections bwd_causal_sections(const FmhaKernelConfig& c, const FmhaProbl
   // Walking chains alternate direction pair by pair (fmha_bwd_key_tile_cta says why). Measured
   // (H100, session 26, bf16 hdim 128 GQA 32:8 causal, the tails below kept): S 16384 465 -> 476,
   // S 8192 473 -> 498, S 2048 378 -> 385 TFLOP/s; H200 S 16384 473 -> 484; on MHA chains, which
-  // do not walk and launch in sections, it lost 2 % (S 8192). The model
-  // below keeps modelling every lead chain as decreasing: the tails it picks were measured so.
+  // do not walk and launch in sections, it lost 2 % (S 8192). The model below keeps modelling
+  // every lead chain as decreasing: the tails it picks were measured so.
   plan.alternate = walks;
   if (walks && 2 * num_n > kReferenceSms) {
     // Where one pair's chain fills more than half the SMs, the ascending pairs that start after
