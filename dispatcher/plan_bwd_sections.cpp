@@ -83,7 +83,8 @@ BwdCausalSections bwd_causal_sections(const FmhaKernelConfig& c, const FmhaProbl
   // had the SMs idle for 8.7 % of the span at its end, S 2048 13 %, which this model puts at
   // 9.7 % and 14 % (session 24). Measured (H100, session 25, same call as the walk alone): tails
   // of 2 pairs at S 8192 458 -> 478, 8 at S 2048 352 -> 378, S 512 186 -> 190 TFLOP/s.
-  const bool walks = c.deterministic && det_up_cells(c, p) > 0;
+  const int up_cells = det_up_cells(c, p);
+  const bool walks = c.deterministic && up_cells > 0;
   // Walking chains alternate direction pair by pair (fmha_bwd_key_tile_cta says why). Measured
   // (H100, session 26, bf16 hdim 128 GQA 32:8 causal, the tails below kept): S 16384 465 -> 476,
   // S 8192 473 -> 498, S 2048 378 -> 385 TFLOP/s; H200 S 16384 473 -> 484; on MHA chains, which
@@ -104,7 +105,7 @@ BwdCausalSections bwd_causal_sections(const FmhaKernelConfig& c, const FmhaProbl
     const std::int64_t ratio = c.block_n / c.block_m;
     const std::int64_t own = (p.nhead_q / p.nhead_k) * ratio;
     const std::int64_t spacing = own * std::min<std::int64_t>(num_n, kReferenceSms) / kReferenceSms;
-    plan.asc_walk_up = static_cast<int>(std::max<std::int64_t>(0, spacing - det_up_cells(c, p)));
+    plan.asc_walk_up = static_cast<int>(std::max<std::int64_t>(0, spacing - up_cells));
     plan.asc_walk_from = static_cast<int>((kReferenceSms + num_n - 1) / num_n);
   }
   // A CTA's work in query-tile iterations (one per query head and query tile that sees its key

@@ -86,7 +86,8 @@ def main():
         s = summarise(last_launch(path), int(tiles), args.mhz)
         print(f"{path}: span {s['span_us']:.1f} us, SMs busy {s['sm_busy']:.3f}, "
               f"CTA {s['cta_us']:.1f} us = {s['tile_us']:.2f} us per query tile; per tile (us): "
-              f"consumer stall {s['consumer_stall']:.2f} input {s['consumer_input']:.2f}, writer full {s['writer_full']:.2f} "
+              f"consumer stall {s['consumer_stall']:.2f} input {s['consumer_input']:.2f}, "
+              f"writer full {s['writer_full']:.2f} "
               f"poll {s['writer_poll']:.2f} read {s['writer_read']:.2f} "
               f"done {s['writer_done']:.2f}")
 
