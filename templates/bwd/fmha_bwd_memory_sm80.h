@@ -75,6 +75,16 @@ FMHA_DEVICE int fmha_semaphore_poll(const int* sem) {
   return v;
 }
 
+// A strong relaxed load: it does not wait for its value (an acquire load's L1 invalidation does),
+// so a reader can issue it ahead and go on. Its value orders nothing until a gpu-scope acq_rel
+// fence follows it in program order (the PTX memory model's acquire pattern), e.g. the one in
+// fmha_semaphore_release_add.
+FMHA_DEVICE int fmha_semaphore_peek(const int* sem) {
+  int v;
+  asm volatile("ld.relaxed.gpu.global.b32 %0, [%1];\n" : "=r"(v) : "l"(sem) : "memory");
+  return v;
+}
+
 FMHA_DEVICE void fmha_semaphore_wait_eq(const int* sem, int count) {
   while (fmha_semaphore_poll(sem) != count) {
   }

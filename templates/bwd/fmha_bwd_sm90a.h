@@ -389,8 +389,9 @@ FMHA_DEVICE void fmha_bwd_sm90a_write_dq(const FmhaBwdSm90Params& P, unsigned sm
   const int num_m = (f.seqlen_q + kBlockM - 1) / kBlockM;
   const FmhaBwdSm90aWalkSmem walk{smem + Shape::kWalkOffset};
   const bool walks = kWalks;  // the caller read the walk (runs its loops once per value)
+  int ahead = -1;  // deterministic: this visit's semaphore as read during the previous one
+  FmhaBwdSm90aVisit visit = fmha_bwd_sm90a_visit<kRatio>(w, walk, walks, 0);
   for (int it = 0; it < w.num_iters; ++it) {
-    const FmhaBwdSm90aVisit visit = fmha_bwd_sm90a_visit<kRatio>(w, walk, walks, it);
     const int h = visit.head;
     const int m_block = visit.m_block;
     fmha_mbarrier_wait(bars.dq_full(0, round), it & 1);
@@ -398,7 +399,7 @@ FMHA_DEVICE void fmha_bwd_sm90a_write_dq(const FmhaBwdSm90Params& P, unsigned sm
     int* sem = nullptr;
     if (kDeterministic) {
       sem = fmha_bwd_sm90a_wait_dq_turn<kMaskKind, kBlockM, Shape::kBlockN>(P, w, h, m_block, num_m,
-                                                                            round);
+                                                                            round, ahead);
     }
 #pragma unroll
     for (int cw = 0; cw < 2; ++cw) {
@@ -411,7 +412,12 @@ FMHA_DEVICE void fmha_bwd_sm90a_write_dq(const FmhaBwdSm90Params& P, unsigned sm
       }
     }
     fmha_bulk_commit_group();
-    fmha_bwd_sm90a_finish_dq_round<Barriers, kDeterministic>(bars, sem, round);
+    const int* next = nullptr;
+    if (it + 1 < w.num_iters) {
+      visit = fmha_bwd_sm90a_visit<kRatio>(w, walk, walks, it + 1);
+      if (kDeterministic) next = fmha_bwd_sm90a_dq_semaphore(P, w, visit.head, visit.m_block, num_m);
+    }
+    ahead = fmha_bwd_sm90a_finish_dq_round<Barriers, kDeterministic>(bars, sem, round, next);
   }
   fmha_bulk_wait_group<0>();
 }
