@@ -49,6 +49,10 @@ int det_group_heads(const FmhaKernelConfig& canonical, const FmhaProblem& proble
 // Deterministic wgmma_sm90a backward: how many of the last (kv head, batch) pairs take their
 // key-tile chains in increasing order (FmhaBwdParams::det_asc_pairs, same place for why).
 int det_asc_pairs(const FmhaKernelConfig& canonical, const FmhaProblem& problem);
+// The SM count the deterministic mode's launch-order choices are planned for, whatever the GPU
+// (H100 and H200 have 132): those choices order the additions, so dQ / dK / dV bit for bit must
+// not depend on the GPU's SM count.
+constexpr int kDetReferenceSms = 132;
 // Deterministic wgmma_sm90a backward under a causal mask: the up-down walk's cells per key tile on
 // the way up (FmhaBwdParams::det_up_cells; why in templates/bwd/fmha_bwd_sm90a_schedule.h,
 // FmhaBwdSm90aWork); 0 keeps the head-major order.

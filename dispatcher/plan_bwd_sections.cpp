@@ -67,9 +67,8 @@ BwdCausalSections bwd_causal_sections(const FmhaKernelConfig& c, const FmhaProbl
   const std::int64_t num_n = key_tiles(c, p);
   plan.asc_pairs = c.deterministic ? det_asc_pairs(c, p) : pairs;
   // The deterministic mode's order of additions follows from which pairs ascend, so that the
-  // choice must not depend on the GPU: its model runs on a reference of 132 SMs (H100, H200).
-  constexpr int kReferenceSms = 132;
-  if (c.deterministic) multiprocessors = kReferenceSms;
+  // choice must not depend on the GPU: its model runs on kDetReferenceSms.
+  if (c.deterministic) multiprocessors = kDetReferenceSms;
   if (c.impl != KernelImpl::wgmma_sm90a || c.family != Family::bwd || !is_causal(c.mask) ||
       multiprocessors <= 0 || pairs <= 1 || num_n * pairs > kBwdMaxModelledCtas) {
     return plan;
@@ -91,7 +90,7 @@ BwdCausalSections bwd_causal_sections(const FmhaKernelConfig& c, const FmhaProbl
   // do not walk and launch in sections, it lost 2 % (S 8192). The model below keeps modelling
   // every lead chain as decreasing: the tails it picks were measured so.
   plan.alternate = walks;
-  if (walks && 2 * num_n > kReferenceSms) {
+  if (walks && 2 * num_n > kDetReferenceSms) {
     // Where one pair's chain fills more than half the SMs, the ascending pairs that start after
     // the first wave take the SMs the decreasing pair before them frees, smallest key tile first,
     // so their key tiles start one tile's difference in work (own: group x ratio cells) times the
@@ -104,9 +103,9 @@ BwdCausalSections bwd_causal_sections(const FmhaKernelConfig& c, const FmhaProbl
     // their key tiles start 3 visits apart, f = 1 measured 486.0 -> 481.7, hence the condition.
     const std::int64_t ratio = c.block_n / c.block_m;
     const std::int64_t own = (p.nhead_q / p.nhead_k) * ratio;
-    const std::int64_t spacing = own * std::min<std::int64_t>(num_n, kReferenceSms) / kReferenceSms;
+    const std::int64_t spacing = own * std::min<std::int64_t>(num_n, kDetReferenceSms) / kDetReferenceSms;
     plan.asc_walk_up = static_cast<int>(std::max<std::int64_t>(0, spacing - up_cells));
-    plan.asc_walk_from = static_cast<int>((kReferenceSms + num_n - 1) / num_n);
+    plan.asc_walk_from = static_cast<int>((kDetReferenceSms + num_n - 1) / num_n);
   }
   // A CTA's work in query-tile iterations (one per query head and query tile that sees its key
   // tile), plus what every CTA costs besides: its K and V loads, the pipeline's fill and the dK /
