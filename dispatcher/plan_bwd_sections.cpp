@@ -103,7 +103,8 @@ BwdCausalSections bwd_causal_sections(const FmhaKernelConfig& c, const FmhaProbl
     // their key tiles start 3 visits apart, f = 1 measured 486.0 -> 481.7, hence the condition.
     const std::int64_t ratio = c.block_n / c.block_m;
     const std::int64_t own = (p.nhead_q / p.nhead_k) * ratio;
-    const std::int64_t spacing = own * std::min<std::int64_t>(num_n, kDetReferenceSms) / kDetReferenceSms;
+    const std::int64_t spacing =
+        own * std::min<std::int64_t>(num_n, kDetReferenceSms) / kDetReferenceSms;
     plan.asc_walk_up = static_cast<int>(std::max<std::int64_t>(0, spacing - up_cells));
     plan.asc_walk_from = static_cast<int>((kDetReferenceSms + num_n - 1) / num_n);
   }

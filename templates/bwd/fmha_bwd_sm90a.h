@@ -415,7 +415,8 @@ FMHA_DEVICE void fmha_bwd_sm90a_write_dq(const FmhaBwdSm90Params& P, unsigned sm
     const int* next = nullptr;
     if (it + 1 < w.num_iters) {
       visit = fmha_bwd_sm90a_visit<kRatio>(w, walk, walks, it + 1);
-      if (kDeterministic) next = fmha_bwd_sm90a_dq_semaphore(P, w, visit.head, visit.m_block, num_m);
+      if (kDeterministic)
+        next = fmha_bwd_sm90a_dq_semaphore(P, w, visit.head, visit.m_block, num_m);
     }
     ahead = fmha_bwd_sm90a_finish_dq_round<Barriers, kDeterministic>(bars, sem, round, next);
   }
