@@ -8,10 +8,6 @@
 #include "sm90/mbarrier_sm90.h"
 #include "sm90/tma_sm90.h"
 
-// The dQ writer: wait until round `round` of the semaphore of (b, h, query tile m_block) counts
-// the key tiles before this CTA's turn, so that this CTA's reduce-adds come next in the fixed
-// order (num_m: query tiles per head); returns the semaphore, to release
-// (fmha_bwd_sm90a_finish_dq_round) once those adds are complete.
 // The semaphore of (b, h, query tile m_block).
 FMHA_DEVICE int* fmha_bwd_sm90a_dq_semaphore(const FmhaBwdSm90Params& P, const FmhaBwdSm90aWork& w,
                                              int h, int m_block, int num_m) {
@@ -19,6 +15,10 @@ FMHA_DEVICE int* fmha_bwd_sm90a_dq_semaphore(const FmhaBwdSm90Params& P, const F
   return P.bwd.semaphores + (static_cast<fmha_index_t>(w.b) * f.nhead_q + h) * num_m + m_block;
 }
 
+// The dQ writer: wait until round `round` of the semaphore of (b, h, query tile m_block) counts
+// the key tiles before this CTA's turn, so that this CTA's reduce-adds come next in the fixed
+// order (num_m: query tiles per head); returns the semaphore, to release
+// (fmha_bwd_sm90a_finish_dq_round) once those adds are complete.
 // `ahead`: the semaphore's value the writer read during its previous visit
 // (fmha_bwd_sm90a_finish_dq_round), or -1 (no count matches). Where it already shows the turn the
 // writer goes without a load: that read was followed by the previous visit's release fence, which
