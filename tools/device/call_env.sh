@@ -101,3 +101,41 @@ sweep_up_cells() {
       --mask causal_top_left --deterministic --repeat 10 --warmup 3 2>&1 | tail -1
   done
 }
+
+# run_grid LIMIT DTYPES [FAMILIES]: tools/bench/grid_vs_torch.py for each dtype, with torch in the
+# same call, each under what is left of LIMIT seconds; results and logs in /tmp/grid.
+run_grid() {
+  local dtype left
+  mkdir -p /tmp/grid
+  for dtype in $2; do
+    left=$(($1 - SECONDS))
+    [ "$left" -lt 60 ] && echo "grid $dtype: skipped, ${left}s left" && continue
+    timeout "$left" python3 tools/bench/grid_vs_torch.py --fmha-jit $b/fmha-jit \
+      --anchor .carry/anchor_sdpa.py --dtype "$dtype" --fwd-impl auto \
+      --families ${3:-fwd bwd} \
+      --out "/tmp/grid/grid_$dtype" > "/tmp/grid/grid_log_$dtype.txt" 2>&1
+    echo "grid $dtype rc=$? at ${SECONDS}s"
+    tail -3 "/tmp/grid/grid_log_$dtype.txt"
+  done
+}
+
+# sass_counts: cuobjdump's HGMMA / STL / LDL counts of every cubin in $FMHA_JIT_CACHE_DIR, into
+# /tmp/grid/sass.txt.
+sass_counts() {
+  local cubin sass
+  mkdir -p /tmp/grid
+  for cubin in "$FMHA_JIT_CACHE_DIR"/v1/entries/*/*/kernel.cubin; do
+    sass=$(/usr/local/cuda/bin/cuobjdump -sass "$cubin" 2>/dev/null)
+    echo "$(basename "$(dirname "$cubin")" | cut -c1-12) HGMMA $(grep -c HGMMA <<<"$sass")" \
+      "STL $(grep -c STL <<<"$sass") LDL $(grep -c LDL <<<"$sass")"
+  done > /tmp/grid/sass.txt
+}
+
+# bench_row LABEL ARGS...: one causal backward bench row of the carried build (median of 20
+# launches), labelled, appended to $ROWS_FILE (default $out/rows.txt) and echoed.
+bench_row() {
+  local label=$1
+  shift
+  echo "$label: $(timeout 60 $b/fmha-jit bench --family bwd --mask causal --repeat 20 --warmup 5 \
+    "$@" 2>&1 | tail -1)" | tee -a "${ROWS_FILE:-$out/rows.txt}"
+}

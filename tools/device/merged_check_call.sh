@@ -18,23 +18,7 @@ mkdir -p "$out"
 check_main "${SUITES:-gpu sm90a fwd*;gpu sm90a bwd: every dtype*;gpu sm90a bwd: deterministic*}" \
   "${EXAMPLES:-1}"
 [ -d .carry/cache ] && export FMHA_JIT_CACHE_DIR=$PWD/.carry/cache
-mkdir -p /tmp/grid
-for dtype in ${DTYPE:-bf16 fp16}; do
-  left=$((${LIMIT:-570} - SECONDS))
-  [ "$left" -lt 60 ] && echo "grid $dtype: skipped, ${left}s left" && continue
-  timeout "$left" python3 tools/bench/grid_vs_torch.py --fmha-jit $b/fmha-jit \
-    --anchor .carry/anchor_sdpa.py --dtype "$dtype" --fwd-impl auto \
-    --families ${FAMILIES:-fwd bwd} \
-    --out "/tmp/grid/grid_$dtype" > "/tmp/grid/grid_log_$dtype.txt" 2>&1
-  echo "grid $dtype rc=$? at ${SECONDS}s"
-  tail -3 "/tmp/grid/grid_log_$dtype.txt"
-done
-if [ "${SASS:-0}" = 1 ]; then
-  for cubin in "$FMHA_JIT_CACHE_DIR"/v1/entries/*/*/kernel.cubin; do
-    sass=$(/usr/local/cuda/bin/cuobjdump -sass "$cubin" 2>/dev/null)
-    echo "$(basename "$(dirname "$cubin")" | cut -c1-12) HGMMA $(grep -c HGMMA <<<"$sass")" \
-      "STL $(grep -c STL <<<"$sass") LDL $(grep -c LDL <<<"$sass")"
-  done > /tmp/grid/sass.txt
-fi
+run_grid "${LIMIT:-570}" "${DTYPE:-bf16 fp16}" "${FAMILIES:-fwd bwd}"
+[ "${SASS:-0}" = 1 ] && sass_counts
 tar czf "$back/grid.tgz" -C /tmp grid
 echo "done at ${SECONDS}s"

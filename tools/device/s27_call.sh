@@ -11,49 +11,32 @@ out=/tmp/grid/logs
 mkdir -p "$out"
 check_main "gpu sm90a bwd: every dtype*;gpu sm90a bwd: deterministic*;\
 gpu sm90a bwd: causal launches*"
-bench() {  # bench LABEL ARGS...: one bench row, labelled, into rows.txt and the log
-  local label=$1
-  shift
-  echo "$label: $(timeout 60 $b/fmha-jit bench --family bwd --mask causal --repeat 20 --warmup 5 \
-    "$@" 2>&1 | tail -1)" | tee -a /tmp/grid/rows.txt
-}
+ROWS_FILE=/tmp/grid/rows.txt
 gqa="--hdim-q 128 --nhead-q 32 --nhead-k 8"
 for round in 1 2; do
   for mode in det atomic atomic det; do
     flag=""
     [ $mode = det ] && flag=--deterministic
-    bench "gqa16k $mode" $gqa --seqlen-q 16384 --batch 1 $flag
+    bench_row "gqa16k $mode" $gqa --seqlen-q 16384 --batch 1 $flag
   done
 done
 for mode in det atomic atomic det; do
   flag=""
   [ $mode = det ] && flag=--deterministic
-  bench "gqa8k $mode" $gqa --seqlen-q 8192 --batch 2 $flag
+  bench_row "gqa8k $mode" $gqa --seqlen-q 8192 --batch 2 $flag
 done
 for mode in det atomic; do
   flag=""
   [ $mode = det ] && flag=--deterministic
-  bench "hd64 gqa16k $mode" --hdim-q 64 --nhead-q 32 --nhead-k 8 --seqlen-q 16384 $flag
-  bench "hd256 gqa16k $mode" --hdim-q 256 --nhead-q 8 --nhead-k 2 --seqlen-q 16384 $flag
+  bench_row "hd64 gqa16k $mode" --hdim-q 64 --nhead-q 32 --nhead-k 8 --seqlen-q 16384 $flag
+  bench_row "hd256 gqa16k $mode" --hdim-q 256 --nhead-q 8 --nhead-k 2 --seqlen-q 16384 $flag
 done
 echo "rows done at ${SECONDS}s"
-for dtype in bf16; do
-  left=$((${LIMIT:-470} - SECONDS))
-  [ "$left" -lt 60 ] && echo "grid $dtype: skipped, ${left}s left" && continue
-  timeout "$left" python3 tools/bench/grid_vs_torch.py --fmha-jit $b/fmha-jit \
-    --anchor .carry/anchor_sdpa.py --dtype "$dtype" --fwd-impl auto --families fwd bwd \
-    --out "/tmp/grid/grid_$dtype" > "/tmp/grid/grid_log_$dtype.txt" 2>&1
-  echo "grid $dtype rc=$? at ${SECONDS}s"
-  tail -3 "/tmp/grid/grid_log_$dtype.txt"
-done
-for cubin in "$FMHA_JIT_CACHE_DIR"/v1/entries/*/*/kernel.cubin; do
-  sass=$(/usr/local/cuda/bin/cuobjdump -sass "$cubin" 2>/dev/null)
-  echo "$(basename "$(dirname "$cubin")" | cut -c1-12) HGMMA $(grep -c HGMMA <<<"$sass")" \
-    "STL $(grep -c STL <<<"$sass") LDL $(grep -c LDL <<<"$sass")"
-done > /tmp/grid/sass.txt
+run_grid "${LIMIT:-470}" bf16
+sass_counts
 for round in 1 2; do
   [ $((560 - SECONDS)) -lt 30 ] && break
-  bench "mha16k atomic" --hdim-q 128 --nhead-q 16 --seqlen-q 16384
+  bench_row "mha16k atomic" --hdim-q 128 --nhead-q 16 --seqlen-q 16384
   timeout 40 python3 .carry/anchor_sdpa.py --backend cudnn --hdim 128 --seqlen 16384 \
     --causal yes 2>&1 | tail -1 | tee -a /tmp/grid/rows.txt
 done
