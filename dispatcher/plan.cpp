@@ -411,18 +411,9 @@ int det_up_cells(const FmhaKernelConfig& c, const FmhaProblem& p) {
   // adds, one for the semaphore) behind the next CTA's work.
   constexpr int kUpCells = 2;
   const bool gqa = p.nhead_k > 0 && p.nhead_q / p.nhead_k > 1;
-  if (c.impl != KernelImpl::wgmma_sm90a || !c.deterministic || !is_causal(c.mask) || !gqa) return 0;
-  // One cell at hdim 256 where a pair's chain has more key tiles than the reference GPU has SMs
-  // (kDetReferenceSms: the walk orders dK / dV's sums, so it must not depend on the GPU).
-  // Measured (H100, session 27, bf16 GQA 8:2 causal, the dQ writer reading its turn ahead):
-  // S 16384 (256 key tiles) 283 TFLOP/s with 2 cells, 345 with 1 (the ascending walk at its
-  // planned f = 3); S 8192 (128) 380 with 2, 371 with 1; S 2048 277 with 2, 282 with 1. Why is a
-  // hypothesis: traced at S 16384 with 2 cells (the read-ahead's first version), the writer
-  // waited 2.7-3.3 us per visit for its adds to complete, against 0.8-1.2 before, as adds that
-  // miss L2 would; a cell there is 128 KB of Q, dO and dQ sums, and each cell of slack keeps
-  // that much more in flight per resident CTA.
-  if (c.hdim_q > 128 && key_tiles(c, p) > kDetReferenceSms) return 1;
-  return kUpCells;
+  const bool walks = c.impl == KernelImpl::wgmma_sm90a && c.deterministic && is_causal(c.mask);
+  // hdim 256 chains longer than kDetReferenceSms ascend instead (bwd_causal_sections).
+  return walks && gqa ? kUpCells : 0;
 }
 
 BwdWorkspaceLayout bwd_workspace_layout(const FmhaKernelConfig& c, const FmhaProblem& p) {

@@ -90,6 +90,18 @@ BwdCausalSections bwd_causal_sections(const FmhaKernelConfig& c, const FmhaProbl
   // do not walk and launch in sections, it lost 2 % (S 8192). The model below keeps modelling
   // every lead chain as decreasing: the tails it picks were measured so.
   plan.alternate = walks;
+  if (walks && c.hdim_q > 128 && num_n > kDetReferenceSms) {
+    // hdim 256 chains longer than the SMs: every pair ascends, all in one section, key tile by
+    // key tile (a tail of all pairs), as the atomic mode's sections launch them; no CTA walks.
+    // Measured once (H100, session 27, bf16 GQA 8:2 S 16384 causal, FMHA_JIT_BWD_DET_OVERRIDE
+    // =tail=2,asc=2): 402.1 TFLOP/s against 341.3 as planned before (one up cell, alternating,
+    // the ascending pair walking) and 409.6 atomic. Unmeasured at other pair counts and lengths
+    // (docs/SM90.md, Next 0).
+    plan.alternate = false;
+    plan.tail_pairs = static_cast<int>(pairs);
+    plan.asc_pairs = pairs;
+    return plan;
+  }
   if (walks && 2 * num_n > kDetReferenceSms) {
     // Where one pair's chain fills more than half the SMs, the ascending pairs that start after
     // the first wave take the SMs the decreasing pair before them frees, smallest key tile first,

@@ -677,9 +677,9 @@ TEST_CASE("plan: the deterministic causal backward's sections do not depend on t
   CHECK(long_walk.asc_walk_up == 5);  // 8 x 128 / 132 = 7 visits apart, 7 - 2 cells first
   CHECK(long_walk.asc_walk_from == 2);
   CHECK(dispatch::det_up_cells(c, p) == 2);
-  // hdim 256 walks one cell up where a pair's chain has more key tiles than the reference SMs
-  // (det_up_cells): GQA 8:2 S 16384 (256 tiles of 64 keys), and its ascending pairs walk 4 - 1
-  // cells first; S 8192 (128 tiles) keeps 2.
+  // hdim 256 chains longer than the reference SMs all ascend in one section (a tail of every
+  // pair) and none walks: GQA 8:2 S 16384 (256 tiles of 64 keys); S 8192 (128 tiles) keeps the
+  // alternating walk.
   {
     FmhaKernelConfig wide = c;
     wide.hdim_q = wide.hdim_v = 256;
@@ -689,12 +689,15 @@ TEST_CASE("plan: the deterministic causal backward's sections do not depend on t
     q.hdim_q = q.hdim_v = 256;
     q.nhead_q = 8;
     q.nhead_k = 2;
-    CHECK(dispatch::det_up_cells(wide, q) == 1);
-    const auto wide_walk = dispatch::bwd_causal_sections(wide, q, 132);
-    CHECK(wide_walk.asc_walk_up == 3);
-    CHECK(wide_walk.asc_walk_from == 1);
+    const auto one_section = dispatch::bwd_causal_sections(wide, q, 132);
+    CHECK(one_section.tail_pairs == 2);
+    CHECK(one_section.asc_pairs == 2);
+    CHECK_FALSE(one_section.alternate);
+    CHECK(one_section.asc_walk_up == 0);
     q.seqlen_q = q.seqlen_k = 8192;
-    CHECK(dispatch::det_up_cells(wide, q) == 2);
+    const auto shorter = dispatch::bwd_causal_sections(wide, q, 132);
+    CHECK(shorter.alternate);
+    CHECK(shorter.asc_walk_up == 1);  // 4 x 128 / 132 = 3 visits apart, 3 - 2 first
   }
   // The gpu test's ascending walks (test_gpu_backward_sm90a.cpp): GQA 4:1, 8 batches, S 8704,
   // 68 key tiles of 128 (hdim 128) or 136 of 64 (hdim 256): the odd pairs after the first wave
@@ -712,11 +715,16 @@ TEST_CASE("plan: the deterministic causal backward's sections do not depend on t
     gpu_case.hdim_q = gpu_case.hdim_v = hdim;
     const auto plan = dispatch::bwd_causal_sections(det, gpu_case, 132);
     INFO("hdim " << hdim);
+    if (hdim == 256) {
+      // 136 key tiles, more than the reference SMs: all 8 pairs ascend in one section.
+      CHECK_FALSE(plan.alternate);
+      CHECK(plan.tail_pairs == 8);
+      CHECK(plan.asc_pairs == 8);
+      continue;
+    }
     CHECK(plan.alternate);
-    // hdim 128: 8 cells x 68 / 132 = 4 visits apart, 4 - 2 first; hdim 256 (136 key tiles, one
-    // cell up: det_up_cells): 4 - 1.
-    CHECK(plan.asc_walk_up == (hdim == 128 ? 2 : 3));
-    CHECK(plan.asc_walk_from == (hdim == 128 ? 2 : 1));  // 136 key tiles: pair 0 fills wave 1
+    CHECK(plan.asc_walk_up == 2);  // 8 cells x 68 / 132 = 4 visits apart, 4 - 2 first
+    CHECK(plan.asc_walk_from == 2);
     CHECK(plan.tail_pairs <= 2);
   }
   // Where the model gains under 4 %, one pair per section, the last of at most 16 pairs
