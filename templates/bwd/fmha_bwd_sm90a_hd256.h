@@ -200,10 +200,15 @@ FMHA_DEVICE void fmha_bwd_sm90a_hd256_store_tile(unsigned tile, const float (&v)
 }
 
 // Consumer warpgroup kCw (a template parameter: which n8 blocks of S^T it sends and which it
-// keeps must be compile-time indices, or the accumulators would go to local memory).
-template <class Element, class Shape, int kMaskKind, bool kDeterministic, int kCw, bool kWalks>
+// keeps must be compile-time indices, or the accumulators would go to local memory). `walks` is
+// a runtime flag here, unlike in the producer and the dQ writers: the consumer takes only the
+// query tile from its visit, for the mask, and a second copy of its loop (128 HGMMA) was 40 % of
+// the deterministic causal kernel's cold compile (3.8 s -> 2.5 s with nvcc on the 2-core
+// machine, session 28).
+template <class Element, class Shape, int kMaskKind, bool kDeterministic, int kCw>
 FMHA_DEVICE void fmha_bwd_sm90a_hd256_consume(const FmhaBwdSm90Params& P, unsigned smem,
-                                              const FmhaBwdSm90aHd256Barriers<Shape>& bars) {
+                                              const FmhaBwdSm90aHd256Barriers<Shape>& bars,
+                                              bool walks) {
   using Mma = FmhaBwdSm90aMma<Element, Shape>;
   enum { kBlockM = Shape::kBlockM, kRatio = Shape::kBlockN / Shape::kBlockM };
   const FmhaFwdParams& f = P.bwd.fwd;
@@ -235,7 +240,6 @@ FMHA_DEVICE void fmha_bwd_sm90a_hd256_consume(const FmhaBwdSm90Params& P, unsign
     seen[hf] = fmha_bwd_key_queries<kMaskKind>(n0 + key_row + hf * 8, f);
 
   const FmhaBwdSm90aWalkSmem walk{smem + Shape::kWalkOffset};
-  const bool walks = kWalks;  // the caller read the walk (runs its loops once per value)
   fmha_mbarrier_wait(bars.kv_full(), 0);
   FmhaRingPos ring{0, 0u};
   for (int it = 0; it < w.num_iters; ++it) {
@@ -374,7 +378,8 @@ FMHA_DEVICE void fmha_bwd_sm90a_hd256_dq_dk_dv(const FmhaBwdSm90Params& P, char*
     fmha_bwd_sm90a_store_walk<Shape, kMaskKind, kDeterministic>(P, smem + Shape::kWalkOffset);
   }
   fmha_sync_threads();
-  // Each role's loops once per value of `walks`, as in fmha_bwd_sm90a_dq_dk_dv.
+  // The producer's and the dQ writers' loops once per value of `walks`, as in
+  // fmha_bwd_sm90a_dq_dk_dv; the consumers' once (fmha_bwd_sm90a_hd256_consume says why).
   const bool walks = fmha_bwd_sm90a_walks<kMaskKind, kDeterministic>(
       P.bwd, FmhaBwdSm90aWalkSmem{smem + Shape::kWalkOffset});
   const int wg = fmha_warpgroup_idx();
@@ -406,18 +411,10 @@ FMHA_DEVICE void fmha_bwd_sm90a_hd256_dq_dk_dv(const FmhaBwdSm90Params& P, char*
   }
   fmha_setmaxnreg_inc<232>();
   if (wg == 1) {
-    if (walks)
-      fmha_bwd_sm90a_hd256_consume<Element, Shape, kMaskKind, kDeterministic, 0, true>(P, smem,
-                                                                                       bars);
-    else
-      fmha_bwd_sm90a_hd256_consume<Element, Shape, kMaskKind, kDeterministic, 0, false>(P, smem,
-                                                                                        bars);
+    fmha_bwd_sm90a_hd256_consume<Element, Shape, kMaskKind, kDeterministic, 0>(P, smem, bars,
+                                                                               walks);
   } else {
-    if (walks)
-      fmha_bwd_sm90a_hd256_consume<Element, Shape, kMaskKind, kDeterministic, 1, true>(P, smem,
-                                                                                       bars);
-    else
-      fmha_bwd_sm90a_hd256_consume<Element, Shape, kMaskKind, kDeterministic, 1, false>(P, smem,
-                                                                                        bars);
+    fmha_bwd_sm90a_hd256_consume<Element, Shape, kMaskKind, kDeterministic, 1>(P, smem, bars,
+                                                                               walks);
   }
 }
