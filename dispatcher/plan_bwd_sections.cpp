@@ -93,10 +93,10 @@ BwdCausalSections bwd_causal_sections(const FmhaKernelConfig& c, const FmhaProbl
   if (walks && c.hdim_q > 128 && num_n > kDetReferenceSms) {
     // hdim 256 chains longer than the SMs: every pair ascends, all in one section, key tile by
     // key tile (a tail of all pairs), as the atomic mode's sections launch them; no CTA walks.
-    // Measured once (H100, session 27, bf16 GQA 8:2 S 16384 causal, FMHA_JIT_BWD_DET_OVERRIDE
-    // =tail=2,asc=2): 402.1 TFLOP/s against 341.3 as planned before (one up cell, alternating,
-    // the ascending pair walking) and 409.6 atomic. Unmeasured at other pair counts and lengths
-    // (docs/SM90.md, Next 0).
+    // Measured (H100, session 28, bf16 causal, ABBA against the walk with one up cell and the
+    // alternation): GQA 8:2 S 16384 339 / 345 -> 401 / 401 TFLOP/s (atomic 409); 16:4 328 / 340
+    // -> 360 / 377 (atomic 411); 2 x 8:2 338 / 332 -> 369 / 368; S 12288 (192 key tiles) 369 ->
+    // 378. S 8192 (128 key tiles, not planned so) walks: it kept 378.
     plan.alternate = false;
     plan.tail_pairs = static_cast<int>(pairs);
     plan.asc_pairs = pairs;
