@@ -26,13 +26,13 @@ for mode in det atomic atomic det; do
   bench_row "hd256 mha16k $mode" --hdim-q 256 --nhead-q 8 --seqlen-q 16384 $flag
 done
 echo "rows done at ${SECONDS}s"
-run_grid "${LIMIT:-420}" bf16
+run_grid "${LIMIT:-400}" bf16
 tar czf "$back/grid.tgz" -C /tmp grid  # kept if the call is cut short below
 sass_counts
 ovr=.carry/alt/ovr/fmha-jit
 for shape in "--nhead-q 16 --nhead-k 4 --batch 1" "--nhead-q 8 --nhead-k 2 --batch 2"; do
   for o in "" tail=2,asc=4,alt=0 tail=1,asc=4,alt=0 tail=1,asc=4,alt=0 tail=2,asc=4,alt=0 ""; do
-    [ $((520 - SECONDS)) -lt 10 ] && break
+    [ $((430 - SECONDS)) -lt 10 ] && break
     echo "hd256 16k $shape det [$o]: $(FMHA_JIT_BWD_DET_OVERRIDE=$o timeout 20 $ovr bench \
       --family bwd --mask causal --hdim-q 256 $shape --seqlen-q 16384 --deterministic \
       --repeat 10 --warmup 3 2>&1 | tail -1)" | tee -a /tmp/grid/rows.txt
