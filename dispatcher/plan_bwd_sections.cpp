@@ -91,14 +91,16 @@ BwdCausalSections bwd_causal_sections(const FmhaKernelConfig& c, const FmhaProbl
   // every lead chain as decreasing: the tails it picks were measured so.
   plan.alternate = walks;
   if (walks && c.hdim_q > 128 && num_n > kDetReferenceSms) {
-    // hdim 256 chains longer than the SMs: every pair ascends, all in one section, key tile by
-    // key tile (a tail of all pairs), as the atomic mode's sections launch them; no CTA walks.
-    // Measured (H100, session 28, bf16 causal, ABBA against the walk with one up cell and the
-    // alternation): GQA 8:2 S 16384 339 / 345 -> 401 / 401 TFLOP/s (atomic 409); 16:4 328 / 340
-    // -> 360 / 377 (atomic 411); 2 x 8:2 338 / 332 -> 369 / 368; S 12288 (192 key tiles) 369 ->
-    // 378. S 8192 (128 key tiles, not planned so) walks: it kept 378.
+    // hdim 256 chains longer than the SMs: every pair ascends (largest key tile first, as the
+    // atomic mode's sections launch them), one pair per section (a tail of one), and no CTA
+    // walks. Measured (H100, session 28, bf16 causal, against the walk with one up cell and the
+    // alternation, atomic 408-412 TFLOP/s throughout): GQA 8:2 S 16384 (2 pairs) 339 / 345 ->
+    // 401 / 401 with both pairs in one section; 4 pairs (16:4, or 8:2 x 2 batches) 328-377 with
+    // all in one section, 399-401 with the last two sharing one, 401-404 with one pair per
+    // section, hence one; S 12288 (192 key tiles) 369 -> 378 in one section. S 8192 (128 key
+    // tiles, not planned so) walks: it kept 378.
     plan.alternate = false;
-    plan.tail_pairs = static_cast<int>(pairs);
+    plan.tail_pairs = 1;
     plan.asc_pairs = pairs;
     return plan;
   }

@@ -677,8 +677,8 @@ TEST_CASE("plan: the deterministic causal backward's sections do not depend on t
   CHECK(long_walk.asc_walk_up == 5);  // 8 x 128 / 132 = 7 visits apart, 7 - 2 cells first
   CHECK(long_walk.asc_walk_from == 2);
   CHECK(dispatch::det_up_cells(c, p) == 2);
-  // hdim 256 chains longer than the reference SMs all ascend in one section (a tail of every
-  // pair) and none walks: GQA 8:2 S 16384 (256 tiles of 64 keys); S 8192 (128 tiles) keeps the
+  // hdim 256 chains longer than the reference SMs all ascend, one pair per section (a tail of
+  // one), and none walks: GQA 8:2 S 16384 (256 tiles of 64 keys); S 8192 (128 tiles) keeps the
   // alternating walk.
   {
     FmhaKernelConfig wide = c;
@@ -689,11 +689,11 @@ TEST_CASE("plan: the deterministic causal backward's sections do not depend on t
     q.hdim_q = q.hdim_v = 256;
     q.nhead_q = 8;
     q.nhead_k = 2;
-    const auto one_section = dispatch::bwd_causal_sections(wide, q, 132);
-    CHECK(one_section.tail_pairs == 2);
-    CHECK(one_section.asc_pairs == 2);
-    CHECK_FALSE(one_section.alternate);
-    CHECK(one_section.asc_walk_up == 0);
+    const auto ascending = dispatch::bwd_causal_sections(wide, q, 132);
+    CHECK(ascending.tail_pairs == 1);
+    CHECK(ascending.asc_pairs == 2);
+    CHECK_FALSE(ascending.alternate);
+    CHECK(ascending.asc_walk_up == 0);
     q.seqlen_q = q.seqlen_k = 8192;
     const auto shorter = dispatch::bwd_causal_sections(wide, q, 132);
     CHECK(shorter.alternate);
@@ -716,9 +716,9 @@ TEST_CASE("plan: the deterministic causal backward's sections do not depend on t
     const auto plan = dispatch::bwd_causal_sections(det, gpu_case, 132);
     INFO("hdim " << hdim);
     if (hdim == 256) {
-      // 136 key tiles, more than the reference SMs: all 8 pairs ascend in one section.
+      // 136 key tiles, more than the reference SMs: all 8 pairs ascend, one per section.
       CHECK_FALSE(plan.alternate);
-      CHECK(plan.tail_pairs == 8);
+      CHECK(plan.tail_pairs == 1);
       CHECK(plan.asc_pairs == 8);
       continue;
     }
