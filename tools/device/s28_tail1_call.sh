@@ -16,7 +16,7 @@ for mode in det atomic det; do
   bench_row "hd256 16:4 $mode" --hdim-q 256 --nhead-q 16 --nhead-k 4 --seqlen-q 16384 $flag
   bench_row "hd256 2x8:2 $mode" --hdim-q 256 --nhead-q 8 --nhead-k 2 --seqlen-q 16384 --batch 2 $flag
 done
-nvidia-smi --query-gpu=timestamp,clocks.sm,power.draw,temperature.gpu,clocks_throttle_reasons.active \
+nvidia-smi --query-gpu=timestamp,clocks.sm,power.draw,temperature.gpu \
   --format=csv,noheader -lms 500 > "$out/smi.csv" &
 smi=$!
 for i in 1 2; do
@@ -26,5 +26,5 @@ for i in 1 2; do
     --nhead-q 16 --mask none --repeat 20 --warmup 5 2>&1 | tail -1)"
 done
 kill $smi
-sort -t, -k2 "$out/smi.csv" | awk -F, '{print $2, $3, $4, $5}' | sort | uniq -c | sort -rn | head -8
+sort -t, -k2 "$out/smi.csv" | awk -F, '{print $2, $4}' | sort | uniq -c | sort -rn | head -8
 echo "done at ${SECONDS}s"
