@@ -139,3 +139,29 @@ bench_row() {
   echo "$label: $(timeout 60 $b/fmha-jit bench --family bwd --mask causal --repeat 20 --warmup 5 \
     "$@" 2>&1 | tail -1)" | tee -a "${ROWS_FILE:-$out/rows.txt}"
 }
+
+# start_final_call: what a session's final call runs first. Logs go under /tmp/grid/logs (inside
+# the tarball it brings back; $back is the folder that comes back), bench rows to
+# /tmp/grid/rows.txt; then the Hopper backward suites and the examples.
+start_final_call() {
+  back=$out
+  out=/tmp/grid/logs
+  mkdir -p "$out"
+  ROWS_FILE=/tmp/grid/rows.txt
+  check_main "gpu sm90a bwd: every dtype*;gpu sm90a bwd: deterministic*;\
+gpu sm90a bwd: causal launches*;gpu sm90a bwd: seqlen 1*"
+}
+
+# det_atomic_rows "LABEL|ARGS" ...: each causal backward row deterministic and atomic, interleaved
+# (det, atomic, atomic, det: a drift over the call shows as one), through bench_row.
+det_atomic_rows() {
+  local mode flag row
+  for mode in det atomic atomic det; do
+    flag=""
+    [ $mode = det ] && flag=--deterministic
+    for row in "$@"; do
+      bench_row "${row%%|*} $mode" ${row#*|} $flag
+    done
+  done
+  echo "rows done at ${SECONDS}s"
+}

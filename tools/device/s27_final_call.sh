@@ -6,24 +6,15 @@
 # counts; then traces and launch-order overrides at hdim 256 GQA S 16384. Run from the repository root with .carry/ staged; everything comes back in one
 # tarball.
 source "$(dirname "$0")/call_env.sh"
-back=$out
-out=/tmp/grid/logs
-mkdir -p "$out"
-check_main "gpu sm90a bwd: every dtype*;gpu sm90a bwd: deterministic*;\
-gpu sm90a bwd: causal launches*;gpu sm90a bwd: seqlen 1*"
-ROWS_FILE=/tmp/grid/rows.txt
+start_final_call
 gqa="--hdim-q 128 --nhead-q 32 --nhead-k 8"
 hd256="--hdim-q 256 --nhead-q 8 --nhead-k 2"
-for mode in det atomic atomic det; do
-  flag=""
-  [ $mode = det ] && flag=--deterministic
-  bench_row "gqa16k $mode" $gqa --seqlen-q 16384 --batch 1 $flag
-  bench_row "gqa8k $mode" $gqa --seqlen-q 8192 --batch 2 $flag
-  bench_row "hd256 gqa16k $mode" $hd256 --seqlen-q 16384 $flag
-  bench_row "hd256 gqa8k $mode" $hd256 --seqlen-q 8192 --batch 2 $flag
-  bench_row "hd256 mha16k $mode" --hdim-q 256 --nhead-q 8 --seqlen-q 16384 $flag
-done
-echo "rows done at ${SECONDS}s"
+det_atomic_rows \
+  "gqa16k|$gqa --seqlen-q 16384 --batch 1" \
+  "gqa8k|$gqa --seqlen-q 8192 --batch 2" \
+  "hd256 gqa16k|$hd256 --seqlen-q 16384" \
+  "hd256 gqa8k|$hd256 --seqlen-q 8192 --batch 2" \
+  "hd256 mha16k|--hdim-q 256 --nhead-q 8 --seqlen-q 16384"
 run_grid "${LIMIT:-370}" bf16
 tar czf "$back/grid.tgz" -C /tmp grid  # kept if the call is cut short below
 sass_counts
