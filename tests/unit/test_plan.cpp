@@ -699,9 +699,9 @@ TEST_CASE("plan: the deterministic causal backward's sections do not depend on t
     CHECK(shorter.alternate);
     CHECK(shorter.asc_walk_up == 1);  // 4 x 128 / 132 = 3 visits apart, 3 - 2 first
   }
-  // The gpu test's ascending walks (test_gpu_backward_sm90a.cpp): GQA 4:1, 8 batches, S 8704,
-  // 68 key tiles of 128 (hdim 128) or 136 of 64 (hdim 256): the odd pairs after the first wave
-  // walk, and the tail leaves pairs 3 and 5 lead pairs.
+  // The gpu test's ascending chains (test_gpu_backward_sm90a.cpp): GQA 4:1, 8 batches, S 8704.
+  // hdim 128, 68 key tiles of 128: the odd pairs after the first wave walk, and the tail leaves
+  // pairs 3 and 5 lead pairs. hdim 256, 136 key tiles of 64: every pair ascends.
   for (int hdim : {128, 256}) {
     FmhaKernelConfig det = c;
     det.hdim_q = det.hdim_v = hdim;
