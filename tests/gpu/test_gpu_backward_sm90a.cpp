@@ -92,8 +92,10 @@ TEST_CASE("gpu sm90a bwd: deterministic mode is bit-exact over 10 runs at seqlen
       REQUIRE((hdim == 64 || asc_plan.asc_walk_up > 0));
     }
     const auto ra = test::check_backward(asc, KernelImpl::wgmma_sm90a, true, seed++, 2);
-    std::printf("sm90a bwd %s deterministic (alternating chains): %d runs, bit-exact %s\n",
-                test::describe(asc).c_str(), ra.runs, ra.bit_exact ? "yes" : "no");
+    std::printf("sm90a bwd %s deterministic (%s): %d runs, bit-exact %s\n",
+                test::describe(asc).c_str(),
+                hdim == 256 ? "ascending chains" : "alternating chains", ra.runs,
+                ra.bit_exact ? "yes" : "no");
     // 10 (kv head, batch) pairs of 20 (hdim 64 / 128) or 40 (hdim 256) key tiles: launched in
     // groups of 6 + 4 or 3 + 3 + 3 + 1 pairs on 132 SMs (det_group_heads, a partial last group).
     const AttentionCase c{DType::fp16, hdim, hdim, MaskKind::none, 2,
