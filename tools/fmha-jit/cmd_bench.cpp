@@ -60,6 +60,9 @@ struct Row {
   FmhaSetupResult setup;  // success = false: not run (--dry-run); config is still the canonical one
 
   Stats ms;
+  // Every timed launch in launch order (time_launches), for the JSON: a spread that follows the
+  // rotated input set, or drifts over the launches, shows there and not in the median.
+  std::vector<double> launch_ms;
   // Median milliseconds of each kernel stage (run_*'s StageHook), in launch order.
   std::vector<std::pair<std::string, double>> stage_ms;
   double flops = 0;
@@ -207,9 +210,10 @@ Buffers allocate(const Point& pt, std::size_t workspace_bytes) {
 }
 
 // Warm-up launches, then `repeat` launches each between its own pair of events, all queued before
-// the first is read so that the GPU never waits for the host between launches.
-Stats time_launches(const std::function<void(std::size_t)>& launch, const BenchOptions& o,
-                    std::size_t sets) {
+// the first is read so that the GPU never waits for the host between launches. Returns each
+// timed launch's milliseconds in launch order; launch i reads input set (warmup + i) % sets.
+std::vector<double> time_launches(const std::function<void(std::size_t)>& launch,
+                                  const BenchOptions& o, std::size_t sets) {
   std::size_t next = 0;
   for (int i = 0; i < o.warmup; ++i) launch(next++ % sets);
   device_synchronize();
@@ -222,7 +226,7 @@ Stats time_launches(const std::function<void(std::size_t)>& launch, const BenchO
   }
   std::vector<double> samples;
   for (auto& t : timers) samples.push_back(t->elapsed_ms());
-  return summarize(std::move(samples));
+  return samples;
 }
 
 // The split per kernel stage: a second pass with an event pair around every stage. It is kept
@@ -273,7 +277,8 @@ std::vector<Row> measure(const Point& pt, const BenchOptions& o, const GlobalOpt
     r.setup.key = runner.key();
     r.sets = b.sets;
     r.set_bytes = b.set_bytes;
-    r.ms = time_launches([&](std::size_t s) { fwd_launch(runner, s); }, o, b.sets);
+    r.launch_ms = time_launches([&](std::size_t s) { fwd_launch(runner, s); }, o, b.sets);
+    r.ms = summarize(r.launch_ms);
     rows.push_back(std::move(r));
   }
   if (bwd) {
@@ -300,7 +305,8 @@ std::vector<Row> measure(const Point& pt, const BenchOptions& o, const GlobalOpt
            b.d_o.at(s), b.dq.at(s), b.dk.at(s), b.dv.at(s), b.workspace.data(), b.workspace.size()},
           nullptr, hook);
     };
-    r.ms = time_launches([&](std::size_t s) { bwd_launch(s, nullptr); }, o, b.sets);
+    r.launch_ms = time_launches([&](std::size_t s) { bwd_launch(s, nullptr); }, o, b.sets);
+    r.ms = summarize(r.launch_ms);
     r.stage_ms =
         time_stages([&](std::size_t s, const StageHook& h) { bwd_launch(s, &h); }, o, b.sets);
     rows.push_back(std::move(r));
@@ -330,6 +336,7 @@ nlohmann::json row_json(const Row& r, const BenchOptions& o, const std::string& 
     j["ms"] = r.ms.median;
     j["ms_min"] = r.ms.min;
     j["ms_max"] = r.ms.max;
+    j["launch_ms"] = r.launch_ms;
     j["tflops"] = tflops(r);
     j["warmup"] = o.warmup;
     j["repeat"] = o.repeat;
