@@ -411,9 +411,10 @@ int det_up_cells(const FmhaKernelConfig& c, const FmhaProblem& p) {
   // adds, one for the semaphore) behind the next CTA's work.
   constexpr int kUpCells = 2;
   const bool gqa = p.nhead_k > 0 && p.nhead_q / p.nhead_k > 1;
-  const bool walks = c.impl == KernelImpl::wgmma_sm90a && c.deterministic && is_causal(c.mask);
-  // hdim 256 chains longer than kDetReferenceSms ascend instead (bwd_causal_sections).
-  return walks && gqa ? kUpCells : 0;
+  // Where hdim 256 chains are longer than kDetReferenceSms, every pair ascends and no CTA walks
+  // (bwd_causal_sections); the cells go unused there.
+  return c.impl == KernelImpl::wgmma_sm90a && c.deterministic && is_causal(c.mask) && gqa ? kUpCells
+                                                                                          : 0;
 }
 
 BwdWorkspaceLayout bwd_workspace_layout(const FmhaKernelConfig& c, const FmhaProblem& p) {

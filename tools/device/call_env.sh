@@ -60,6 +60,14 @@ PY
   timeout 120 "$1" prebuild "$sweep" -j "$(nproc)" 2>&1 | tail -1
 }
 
+# warm_branch NAME: a staged build's (.carry/alt/NAME, tools/device/stage_branch.sh) sm_90a
+# kernels compiled up front, and its example 37 at hdim 256 (the deterministic mode's bit-exact
+# line), before its A/B (ab_branch_call.sh).
+warm_branch() {
+  warm_sm90a ".carry/alt/$1/fmha-jit"
+  timeout 60 ".carry/alt/$1/37_bwd_deterministic" --hdim 256 --seqlen 1024 2>&1 | grep -i bit-exact
+}
+
 # check_main SUITES [EXAMPLES]: the carried build's sm_90a kernels compiled up front, its gpu
 # suites (';'-separated) and, unless EXAMPLES is 0, examples 37 and 01; logs in $out.
 check_main() {

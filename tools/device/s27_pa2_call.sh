@@ -5,8 +5,7 @@
 # (build trace: main with the trace and override patches, tracing off). Run from the repository
 # root with .carry/ staged; logs go to $OUT.
 source "$(dirname "$0")/call_env.sh"
-warm_sm90a .carry/alt/pa2ovr/fmha-jit
-timeout 60 .carry/alt/pa2ovr/37_bwd_deterministic --hdim 256 --seqlen 1024 2>&1 | grep -i bit-exact
+warm_branch pa2ovr
 SUITES="gpu sm90a bwd: deterministic*" BRANCH=pa2ovr ABBA=1 ROWS="\
 bwd,256,16384,1,8,2,causal_top_left,1 bwd,256,8192,2,8,2,causal_top_left,1 \
 bwd,256,16384,1,8,8,causal_top_left,1 bwd,256,2048,8,8,8,none,1 \

@@ -6,8 +6,7 @@
 source "$(dirname "$0")/call_env.sh"
 /usr/local/cuda/bin/cuobjdump -sass .carry/acq.cubin | grep -E "LDG|STG|MEMBAR|CCTL|FENCE|ERRBAR" \
   | sed 's/^ */acq.cubin: /'
-warm_sm90a .carry/alt/pollahead/fmha-jit
-timeout 60 .carry/alt/pollahead/37_bwd_deterministic --hdim 256 --seqlen 1024 2>&1 | grep -i bit-exact
+warm_branch pollahead
 SUITES="gpu sm90a bwd: deterministic*" BRANCH=pollahead ABBA=1 ROWS="\
 bwd,256,16384,1,8,2,causal_top_left,1 bwd,256,8192,2,8,2,causal_top_left,1 \
 bwd,256,16384,1,8,8,causal_top_left,1 bwd,256,2048,8,8,8,none,1 \

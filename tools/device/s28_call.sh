@@ -23,9 +23,7 @@ ovr() {
 for side in A B B A; do
   if [ $side = A ]; then ovr main "" $b/fmha-jit; else ovr one-section tail=8,asc=8 .carry/alt/ovr/fmha-jit; fi
 done
-alt=.carry/alt/s28-hd256-consume
-warm_sm90a $alt/fmha-jit
-timeout 60 $alt/37_bwd_deterministic --hdim 256 --seqlen 1024 2>&1 | grep -i bit-exact
+warm_branch s28-hd256-consume
 SUITES="gpu sm90a bwd: deterministic*;gpu sm90a bwd: every dtype*" BRANCH=s28-hd256-consume \
   ABBA=1 ROWS="bwd,256,16384,1,8,2,causal_top_left,1 bwd,256,8192,2,8,2,causal_top_left,1 \
 bwd,256,16384,1,8,8,causal_top_left,1 bwd,256,2048,8,8,8,causal_top_left,1" \

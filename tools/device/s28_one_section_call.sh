@@ -6,9 +6,7 @@
 # example 37 at hdim 256, then ABBA rows at 2 and 4 pairs and two lengths, the atomic rows beside.
 # Run from the repository root with .carry/ staged; logs go to $OUT.
 source "$(dirname "$0")/call_env.sh"
-warm_sm90a .carry/alt/s28-one-section/fmha-jit
-timeout 60 .carry/alt/s28-one-section/37_bwd_deterministic --hdim 256 --seqlen 1024 2>&1 |
-  grep -i bit-exact
+warm_branch s28-one-section
 SUITES="gpu sm90a bwd: deterministic*" BRANCH=s28-one-section ABBA=1 ROWS="\
 bwd,256,16384,1,8,2,causal_top_left,1 bwd,256,16384,1,16,4,causal_top_left,1 \
 bwd,256,16384,2,8,2,causal_top_left,1 bwd,256,12288,1,8,2,causal_top_left,1 \
