@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # Session 29, first call. Staged from main (tools/device/stage.sh), then
 #   tools/device/stage_patches.sh ovr tools/device/patches/bwd-det-plan-override.patch
+#   tools/device/stage_branch.sh s29-mixed-split
+# 0. Branch s29-mixed-split (the split tail in two sizes of part; hdim 128 S 2048 now splits):
+#    its split and every-dtype suites, then ABBA rows of the unmasked atomic backward.
 # 1. The non-causal hdim 128 backward's launch-to-launch spread: ours (`bench --json`, launch_ms:
 #    launch i reads input set (warmup + i) % rotated_sets) and cuDNN's (torch SDPA, every
 #    launch's time), twice each, interleaved. A spread that alternates with the set points at the
@@ -8,6 +11,11 @@
 # 2. hdim 256 GQA 8:2 S 8192 causal deterministic (0.91 x atomic, its chains walk): main against
 #    every pair ascending (the override build), ABBA, with the atomic mode between.
 source "$(dirname "$0")/call_env.sh"
+warm_branch s29-mixed-split
+SUITES="gpu sm90a bwd: the split*;gpu sm90a bwd: every dtype*" BRANCH=s29-mixed-split ABBA=1 \
+  ROWS="bwd,128,2048,8,16,16,none,0 bwd,128,8192,2,16,16,none,0 bwd,128,16384,1,16,16,none,0 \
+bwd,128,8192,2,32,8,none,0 bwd,64,8192,2,32,32,none,0 bwd,64,2048,8,32,32,none,0" \
+  bash "$(dirname "$0")/ab_branch_call.sh"
 mkdir -p "$out/spread"
 ours() {
   local s=$1 tag=$2
