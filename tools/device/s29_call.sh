@@ -2,8 +2,11 @@
 # Session 29, first call. Staged from main (tools/device/stage.sh), then
 #   tools/device/stage_patches.sh ovr tools/device/patches/bwd-det-plan-override.patch
 #   tools/device/stage_branch.sh s29-mixed-split
+#   tools/device/stage_branch.sh s29-fused-convert
 # 0. Branch s29-mixed-split (the split tail in two sizes of part; hdim 128 S 2048 now splits):
 #    its split and every-dtype suites, then ABBA rows of the unmasked atomic backward.
+# 0'. Branch s29-fused-convert (on top of it: the atomic hdim 128 stage 2 converts dQ, no stage
+#    3): the Hopper backward suites, then ABBA rows against main.
 # 1. The non-causal hdim 128 backward's launch-to-launch spread: ours (`bench --json`, launch_ms:
 #    launch i reads input set (warmup + i) % rotated_sets) and cuDNN's (torch SDPA, every
 #    launch's time), twice each, interleaved. A spread that alternates with the set points at the
@@ -16,6 +19,14 @@ SUITES="gpu sm90a bwd: the split*;gpu sm90a bwd: every dtype*" BRANCH=s29-mixed-
   ROWS="bwd,128,2048,8,16,16,none,0 bwd,128,8192,2,16,16,none,0 bwd,128,16384,1,16,16,none,0 \
 bwd,128,8192,2,32,8,none,0 bwd,64,8192,2,32,32,none,0 bwd,64,2048,8,32,32,none,0" \
   bash "$(dirname "$0")/ab_branch_call.sh"
+warm_branch s29-fused-convert
+SUITES="gpu sm90a bwd: every dtype*;gpu sm90a bwd: the split*;gpu sm90a bwd: causal launches*;\
+gpu sm90a bwd: seqlen 1*" BRANCH=s29-fused-convert ABBA=1 \
+  ROWS="bwd,128,2048,8,16,16,none,0 bwd,128,8192,2,16,16,none,0 bwd,128,16384,1,16,16,none,0 \
+bwd,128,2048,8,16,16,causal_top_left,0 bwd,128,16384,1,32,8,causal_top_left,0 \
+bwd,128,8192,2,32,8,none,0" \
+  bash "$(dirname "$0")/ab_branch_call.sh"
+echo "A/B done at ${SECONDS}s"
 mkdir -p "$out/spread"
 ours() {
   local s=$1 tag=$2
@@ -61,7 +72,8 @@ print(f"cudnn S {s}: median {statistics.median(t):.4f} ({fl / statistics.median(
       f"min {min(t):.4f} max {max(t):.4f} first10 {' '.join(f'{x:.3f}' for x in t[:10])}")
 PY
 }
-for s in 2048 8192 16384; do
+for s in 2048 8192; do
+  [ "$SECONDS" -gt 420 ] && break
   ours $s a
   cudnn $s a
   ours $s b
@@ -74,6 +86,7 @@ ovr() {
     --batch 2 --nhead-q 8 --nhead-k 2 --mask causal_top_left $4 --repeat 10 --warmup 3 2>&1 | tail -1
 }
 for side in A B C D D C B A; do
+  [ "$SECONDS" -gt 520 ] && break
   case $side in
     A) ovr "main det" "" $b/fmha-jit --deterministic ;;
     B) ovr "asc tail=1" tail=1,asc=4,alt=0 .carry/alt/ovr/fmha-jit --deterministic ;;
