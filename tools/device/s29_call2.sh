@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Session 29, one call for both branches (device time was short: 700 s of refused starts).
+# Staged as s29_call.sh (.carry/alt/s29-mixed-split, .carry/alt/s29-fused-convert).
+# 1. Branch s29-fused-convert (the two-size split tail, and the atomic hdim 128 stage 2
+#    converting dQ, no stage 3): the Hopper backward suites and example 37 at hdim 128, then
+#    ABBA rows against main. If a suite fails, the split-tail branch's suite and rows instead.
+# 2. The bf16 grid with torch, run by the branch whose suites passed, and cuobjdump's counts.
+source "$(dirname "$0")/call_env.sh"
+back=$out
+out=/tmp/grid/logs
+mkdir -p "$out"
+rows="bwd,128,2048,8,16,16,none,0 bwd,128,8192,2,16,16,none,0 bwd,128,16384,1,16,16,none,0 \
+bwd,128,2048,8,16,16,causal_top_left,0 bwd,128,16384,1,32,8,causal_top_left,0 \
+bwd,128,8192,2,32,8,none,0"
+warm_branch s29-fused-convert
+timeout 60 .carry/alt/s29-fused-convert/37_bwd_deterministic --hdim 128 --seqlen 1024 2>&1 |
+  grep -iE "bit-exact|kernel" | head -3
+if SUITES="gpu sm90a bwd: every dtype*;gpu sm90a bwd: the split*;\
+gpu sm90a bwd: causal launches*;gpu sm90a bwd: seqlen 1*" BRANCH=s29-fused-convert ABBA=1 \
+  ROWS="$rows" bash "$(dirname "$0")/ab_branch_call.sh"; then
+  grid_bin=.carry/alt/s29-fused-convert/fmha-jit
+else
+  warm_branch s29-mixed-split
+  SUITES="gpu sm90a bwd: the split*" BRANCH=s29-mixed-split ABBA=1 ROWS="$rows" \
+    bash "$(dirname "$0")/ab_branch_call.sh" && grid_bin=.carry/alt/s29-mixed-split/fmha-jit
+fi
+echo "A/B done at ${SECONDS}s; grid with ${grid_bin:-none}"
+if [ -n "${grid_bin:-}" ]; then
+  left=$((570 - SECONDS))
+  timeout "$left" python3 tools/bench/grid_vs_torch.py --fmha-jit "$grid_bin" \
+    --anchor .carry/anchor_sdpa.py --dtype bf16 --fwd-impl auto --families fwd bwd \
+    --out /tmp/grid/grid_bf16 > /tmp/grid/grid_log_bf16.txt 2>&1
+  echo "grid rc=$? at ${SECONDS}s"
+  tail -3 /tmp/grid/grid_log_bf16.txt
+  sass_counts
+fi
+tar czf "$back/grid.tgz" -C /tmp grid
+echo "done at ${SECONDS}s"
