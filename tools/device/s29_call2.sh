@@ -27,7 +27,7 @@ else
 fi
 echo "A/B done at ${SECONDS}s; grid with ${grid_bin:-none}"
 if [ -n "${grid_bin:-}" ]; then
-  left=$((440 - SECONDS))
+  left=$((420 - SECONDS))
   timeout "$left" python3 tools/bench/grid_vs_torch.py --fmha-jit "$grid_bin" \
     --anchor .carry/anchor_sdpa.py --dtype bf16 --fwd-impl auto --families bwd \
     --out /tmp/grid/grid_bf16 > /tmp/grid/grid_log_bf16.txt 2>&1
