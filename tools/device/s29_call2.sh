@@ -4,8 +4,9 @@
 # 1. Branch s29-fused-convert (the two-size split tail, and the atomic hdim 128 stage 2
 #    converting dQ, no stage 3): the Hopper backward suites and example 37 at hdim 128, then
 #    ABBA rows against main. If a suite fails, the split-tail branch's suite and rows instead.
-# 2. The bf16 backward grid with torch (the forward is unchanged since session 28), run by the
-#    branch whose suites passed, and cuobjdump's counts.
+# 2. The bf16 backward grid's hdim 128 rows with torch (the forward is unchanged since session
+#    28; the device time left allowed no more), run by the branch whose suites passed, and
+#    cuobjdump's counts.
 source "$(dirname "$0")/call_env.sh"
 back=$out
 out=/tmp/grid/logs
@@ -27,9 +28,9 @@ else
 fi
 echo "A/B done at ${SECONDS}s; grid with ${grid_bin:-none}"
 if [ -n "${grid_bin:-}" ]; then
-  left=$((420 - SECONDS))
+  left=$((330 - SECONDS))
   timeout "$left" python3 tools/bench/grid_vs_torch.py --fmha-jit "$grid_bin" \
-    --anchor .carry/anchor_sdpa.py --dtype bf16 --fwd-impl auto --families bwd \
+    --anchor .carry/anchor_sdpa.py --dtype bf16 --fwd-impl auto --families bwd --hdim 128 \
     --out /tmp/grid/grid_bf16 > /tmp/grid/grid_log_bf16.txt 2>&1
   echo "grid rc=$? at ${SECONDS}s"
   tail -3 /tmp/grid/grid_log_bf16.txt
