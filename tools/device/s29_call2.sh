@@ -27,7 +27,11 @@ else
     bash "$(dirname "$0")/ab_branch_call.sh" && grid_bin=.carry/alt/s29-mixed-split/fmha-jit
 fi
 echo "A/B done at ${SECONDS}s; grid with ${grid_bin:-none}"
-if [ -n "${grid_bin:-}" ]; then
+# cuDNN and flash on the A/B's shapes, in the same call.
+timeout 90 python3 .carry/anchor_sdpa.py --hdim 128 --seqlen 2048 8192 16384 --causal both \
+  --reps 10 --warmup 3 --json "$back/anchor_hd128.json" 2>&1 | tail -20
+echo "anchor done at ${SECONDS}s"
+if [ -n "${grid_bin:-}" ] && [ "$SECONDS" -lt 200 ]; then
   left=$((330 - SECONDS))
   timeout "$left" python3 tools/bench/grid_vs_torch.py --fmha-jit "$grid_bin" \
     --anchor .carry/anchor_sdpa.py --dtype bf16 --fwd-impl auto --families bwd --hdim 128 \
