@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Session 29, first call. Staged from main (tools/device/stage.sh), then
+# Session 29, first call; not run (no device machine started that session). Staged from main
+# (tools/device/stage.sh), then
 #   tools/device/stage_patches.sh ovr tools/device/patches/bwd-det-plan-override.patch
 #   tools/device/stage_branch.sh s29-mixed-split
 #   tools/device/stage_branch.sh s29-fused-convert

@@ -1,40 +1,46 @@
 #!/usr/bin/env bash
-# Session 29, one call for both branches (device time was short: 700 s of refused starts).
-# Staged as s29_call.sh (.carry/alt/s29-mixed-split, .carry/alt/s29-fused-convert).
+# Session 29, one call for both builds (written when refused starts had used most of the device
+# time; no machine started that session, so it has not run). Stage main (tools/device/stage.sh)
+# and the two builds from tools/device/patches/bwd-split-two-sizes.patch and
+# bwd-dq-convert-in-stage2.patch (their headers say how), then name them in SPLIT / FUSED.
 # 1. Branch s29-fused-convert (the two-size split tail, and the atomic hdim 128 stage 2
 #    converting dQ, no stage 3): the Hopper backward suites and example 37 at hdim 128, then
 #    ABBA rows against main. If a suite fails, the split-tail branch's suite and rows instead.
 # 2. The bf16 backward grid's hdim 128 rows with torch (the forward is unchanged since session
 #    28; the device time left allowed no more), run by the branch whose suites passed, and
 #    cuobjdump's counts.
+# FUSED / SPLIT: the staged names (.carry/alt/NAME) of the two builds. With a whole call's time:
+# GRID_BEFORE=300 GRID_END=560 GRID_HDIMS="64 128 256".
 source "$(dirname "$0")/call_env.sh"
+fused=${FUSED:-s29-fused-convert}
+split=${SPLIT:-s29-mixed-split}
 back=$out
 out=/tmp/grid/logs
 mkdir -p "$out"
 rows="bwd,128,2048,8,16,16,none,0 bwd,128,8192,2,16,16,none,0 bwd,128,16384,1,16,16,none,0 \
 bwd,128,2048,8,16,16,causal_top_left,0 bwd,128,16384,1,32,8,causal_top_left,0 \
 bwd,128,8192,2,32,8,none,0"
-warm_branch s29-fused-convert
-timeout 60 .carry/alt/s29-fused-convert/37_bwd_deterministic --hdim 128 --seqlen 1024 2>&1 |
+warm_branch "$fused"
+timeout 60 .carry/alt/$fused/37_bwd_deterministic --hdim 128 --seqlen 1024 2>&1 |
   grep -iE "bit-exact|kernel" | head -3
 if SUITES="gpu sm90a bwd: every dtype*;gpu sm90a bwd: the split*;\
-gpu sm90a bwd: causal launches*;gpu sm90a bwd: seqlen 1*" BRANCH=s29-fused-convert ABBA=1 \
+gpu sm90a bwd: causal launches*;gpu sm90a bwd: seqlen 1*" BRANCH=$fused ABBA=1 \
   ROWS="$rows" bash "$(dirname "$0")/ab_branch_call.sh"; then
-  grid_bin=.carry/alt/s29-fused-convert/fmha-jit
+  grid_bin=.carry/alt/$fused/fmha-jit
 else
-  warm_branch s29-mixed-split
-  SUITES="gpu sm90a bwd: the split*" BRANCH=s29-mixed-split ABBA=1 ROWS="$rows" \
-    bash "$(dirname "$0")/ab_branch_call.sh" && grid_bin=.carry/alt/s29-mixed-split/fmha-jit
+  warm_branch "$split"
+  SUITES="gpu sm90a bwd: the split*" BRANCH=$split ABBA=1 ROWS="$rows" \
+    bash "$(dirname "$0")/ab_branch_call.sh" && grid_bin=.carry/alt/$split/fmha-jit
 fi
 echo "A/B done at ${SECONDS}s; grid with ${grid_bin:-none}"
 # cuDNN and flash on the A/B's shapes, in the same call.
 timeout 90 python3 .carry/anchor_sdpa.py --hdim 128 --seqlen 2048 8192 16384 --causal both \
   --reps 10 --warmup 3 --json "$back/anchor_hd128.json" 2>&1 | tail -20
 echo "anchor done at ${SECONDS}s"
-if [ -n "${grid_bin:-}" ] && [ "$SECONDS" -lt 200 ]; then
-  left=$((330 - SECONDS))
+if [ -n "${grid_bin:-}" ] && [ "$SECONDS" -lt "${GRID_BEFORE:-200}" ]; then
+  left=$((${GRID_END:-330} - SECONDS))
   timeout "$left" python3 tools/bench/grid_vs_torch.py --fmha-jit "$grid_bin" \
-    --anchor .carry/anchor_sdpa.py --dtype bf16 --fwd-impl auto --families bwd --hdim 128 \
+    --anchor .carry/anchor_sdpa.py --dtype bf16 --fwd-impl auto --families bwd --hdim ${GRID_HDIMS:-128} \
     --out /tmp/grid/grid_bf16 > /tmp/grid/grid_log_bf16.txt 2>&1
   echo "grid rc=$? at ${SECONDS}s"
   tail -3 /tmp/grid/grid_log_bf16.txt

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# Session 29's final call: main as merged, on whatever GPU came. The Hopper backward suites (the
-# split tail's included) and examples; deterministic and atomic interleaved (det, atomic, atomic,
-# det) at hdim 128 GQA 32:8 S 16384 / 8192 and hdim 256 GQA / MHA; the bf16 grid with torch and
-# cuobjdump's counts. Run from the repository root with .carry/ staged; everything comes back in
-# one tarball.
+# Session 29's final call (not run: no device machine started that session): main as merged, on
+# whatever GPU came. The Hopper backward suites (the split tail's included) and examples;
+# deterministic and atomic interleaved (det, atomic, atomic, det) at hdim 128 GQA 32:8 S 16384 /
+# 8192 and hdim 256 GQA / MHA; the bf16 grid with torch and cuobjdump's counts. Run from the
+# repository root with .carry/ staged; everything comes back in one tarball.
 source "$(dirname "$0")/call_env.sh"
 start_final_call
 run_gpu_suites $b/fmha_jit_gpu_tests "gpu sm90a bwd: the split*" 150
