@@ -2,8 +2,9 @@
 # Session 29, first call; not run (no device machine started that session). Staged from main
 # (tools/device/stage.sh), then
 #   tools/device/stage_patches.sh ovr tools/device/patches/bwd-det-plan-override.patch
-#   tools/device/stage_branch.sh s29-mixed-split
-#   tools/device/stage_branch.sh s29-fused-convert
+#   tools/device/stage_patches.sh s29-mixed-split tools/device/patches/bwd-split-two-sizes.patch
+#   tools/device/stage_patches.sh s29-fused-convert tools/device/patches/bwd-split-two-sizes.patch \
+#     tools/device/patches/bwd-dq-convert-in-stage2.patch
 # 0. Branch s29-mixed-split (the split tail in two sizes of part; hdim 128 S 2048 now splits):
 #    its split and every-dtype suites, then ABBA rows of the unmasked atomic backward.
 # 0'. Branch s29-fused-convert (on top of it: the atomic hdim 128 stage 2 converts dQ, no stage

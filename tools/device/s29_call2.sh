@@ -2,7 +2,8 @@
 # Session 29, one call for both builds (written when refused starts had used most of the device
 # time; no machine started that session, so it has not run). Stage main (tools/device/stage.sh)
 # and the two builds from tools/device/patches/bwd-split-two-sizes.patch and
-# bwd-dq-convert-in-stage2.patch (their headers say how), then name them in SPLIT / FUSED.
+# bwd-dq-convert-in-stage2.patch (their headers say how; s29_call.sh's names are the defaults
+# here), or name them in SPLIT / FUSED.
 # 1. Branch s29-fused-convert (the two-size split tail, and the atomic hdim 128 stage 2
 #    converting dQ, no stage 3): the Hopper backward suites and example 37 at hdim 128, then
 #    ABBA rows against main. If a suite fails, the split-tail branch's suite and rows instead.
