@@ -1,0 +1,95 @@
+#!/usr/bin/env python3
+"""fmha-jit against torch's cuDNN SDPA on a few rows, alternating ours and theirs within one
+process, so that a row's ratio is several paired draws instead of the grid's one.
+
+A grid run measures every row of ours, then every row of torch, minutes apart; on the H100,
+cuDNN's backward moved 4-8 % between two calls on the same shapes (BENCHMARKS.md, session 30)
+while ours moved 1-2 %, so a row within 3 % of 1.0 reads either side of it. Here each round runs
+`fmha-jit bench --json` (a subprocess, its own kernel cache) and then cuDNN in this process,
+`--rounds` times per row; the table gives each side's median and the ratio of medians.
+
+Rows: family,hdim,seqlen,batch,hq,hk,mask (mask none or causal), e.g.
+  python3 tools/bench/interleave_vs_cudnn.py --fmha-jit .carry/bin/fmha-jit \\
+      --row bwd,128,2048,8,16,16,none --row bwd,128,16384,1,32,8,causal --rounds 3
+TFLOP/s in the FlashAttention convention (as anchor_sdpa.py): fwd = 4 B Hq S^2 D, halved when
+causal; bwd = 2.5 x fwd.
+"""
+import argparse, json, statistics, subprocess, sys
+
+import torch
+import torch.nn.functional as F
+from torch.nn.attention import SDPBackend, sdpa_kernel
+
+
+def ours(binary, fam, d, s, b, hq, hk, mask, reps, warmup):
+    cmd = [binary, "bench", "--family", fam, "--hdim-q", str(d), "--seqlen-q", str(s), "--batch",
+           str(b), "--nhead-q", str(hq), "--nhead-k", str(hk), "--mask",
+           "causal_top_left" if mask == "causal" else "none", "--repeat", str(reps), "--warmup",
+           str(warmup), "--json"]
+    out = subprocess.run(cmd, check=True, stdout=subprocess.PIPE, text=True).stdout
+    return json.loads(out)[0]["tflops"]
+
+
+def cudnn(fam, d, s, b, hq, hk, mask, reps, warmup):
+    mk = lambda h: torch.randn(b, h, s, d, device="cuda", dtype=torch.bfloat16)
+    q, k, v, do = mk(hq).requires_grad_(), mk(hk).requires_grad_(), mk(hk).requires_grad_(), mk(hq)
+    causal = mask == "causal"
+    flops = 4 * b * hq * s * s * d / (2 if causal else 1) * (2.5 if fam == "bwd" else 1)
+    with sdpa_kernel([SDPBackend.CUDNN_ATTENTION]):
+        fwd = lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal,
+                                                     enable_gqa=hq != hk)
+        o = fwd()
+        fn = fwd if fam == "fwd" else (
+            lambda: torch.autograd.grad(o, (q, k, v), do, retain_graph=True))
+        for _ in range(warmup):
+            fn()
+        times = []
+        for _ in range(reps):
+            a, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            a.record()
+            fn()
+            e.record()
+            torch.cuda.synchronize()
+            times.append(a.elapsed_time(e))
+    return flops / statistics.median(times) / 1e9
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--fmha-jit", required=True)
+    p.add_argument("--row", action="append", required=True,
+                   help="family,hdim,seqlen,batch,hq,hk,mask")
+    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--reps", type=int, default=10)
+    p.add_argument("--warmup", type=int, default=3)
+    p.add_argument("--json", help="also write every draw to this file")
+    a = p.parse_args()
+    print(f"# torch {torch.__version__}, {torch.cuda.get_device_name()}, "
+          f"cuDNN {torch.backends.cudnn.version()}", flush=True)
+    print("| row | ours (each round) | cuDNN (each round) | ours / cuDNN (medians) |")
+    print("|---|---|---|---|")
+    rows = []
+    for spec in a.row:
+        fam, d, s, b, hq, hk, mask = spec.split(",")
+        args = (fam, int(d), int(s), int(b), int(hq), int(hk), mask)
+        mine, theirs = [], []
+        try:
+            for _ in range(a.rounds):
+                mine.append(ours(a.fmha_jit, *args, a.reps, a.warmup))
+                theirs.append(cudnn(*args, a.reps, a.warmup))
+                torch.cuda.empty_cache()
+        except Exception as e:  # one failed row (a shape cuDNN refuses) keeps the others
+            print(f"| {spec} | error: {str(e).splitlines()[0][:160]} | | |", flush=True)
+            continue
+        r = statistics.median(mine) / statistics.median(theirs)
+        rows.append(dict(row=spec, ours=mine, cudnn=theirs, ratio=r))
+        print(f"| {spec} | {' / '.join(f'{x:.1f}' for x in mine)} | "
+              f"{' / '.join(f'{x:.1f}' for x in theirs)} | {r:.3f} |", flush=True)
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump(rows, f, indent=1)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
