@@ -20,11 +20,11 @@ interleave() {
   echo "interleave done at ${SECONDS}s"
 }
 if nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; then
-  run_grid 400 bf16
+  run_grid 380 bf16
   interleave
 else
   interleave
-  run_grid 460 bf16
+  run_grid 420 bf16
 fi
 tar czf "$back/grid.tgz" -C /tmp grid  # kept if the call is cut short below
 det_atomic_rows "gqa8k|--hdim-q 128 --nhead-q 32 --nhead-k 8 --seqlen-q 8192 --batch 2"
