@@ -7,6 +7,7 @@
 # 1. Branch s29-fused-convert (the two-size split tail, and the atomic hdim 128 stage 2
 #    converting dQ, no stage 3): the Hopper backward suites and example 37 at hdim 128, then
 #    ABBA rows against main. If a suite fails, the split-tail branch's suite and rows instead.
+# 1'. The two non-causal hdim 128 rows through main and both builds (session 30).
 # 2. The bf16 backward grid's hdim 128 rows with torch (the forward is unchanged since session
 #    28; the device time left allowed no more), run by the branch whose suites passed, and
 #    cuobjdump's counts.
@@ -38,6 +39,18 @@ echo "A/B done at ${SECONDS}s; grid with ${grid_bin:-none}"
 timeout 90 python3 .carry/anchor_sdpa.py --hdim 128 --seqlen 2048 8192 16384 --causal both \
   --reps 10 --warmup 3 --json "$back/anchor_hd128.json" 2>&1 | tail -20
 echo "anchor done at ${SECONDS}s"
+# The two non-causal rows through both builds (main, split, fused, fused, split, main), so that
+# the two changes' shares can be told apart (session 30).
+for row in "--seqlen-q 2048 --batch 8" "--seqlen-q 8192 --batch 2"; do
+  for side in main $split $fused $fused $split main; do
+    bin=.carry/alt/$side/fmha-jit
+    [ "$side" = main ] && bin=$b/fmha-jit
+    echo -n "$side $row: "
+    timeout 40 $bin bench --family bwd --hdim-q 128 $row --nhead-q 16 --nhead-k 16 --mask none \
+      --repeat 10 --warmup 3 2>&1 | tail -1
+  done
+done
+echo "three-way done at ${SECONDS}s"
 if [ -n "${grid_bin:-}" ] && [ "$SECONDS" -lt "${GRID_BEFORE:-200}" ]; then
   left=$((${GRID_END:-330} - SECONDS))
   timeout "$left" python3 tools/bench/grid_vs_torch.py --fmha-jit "$grid_bin" \
