@@ -6,6 +6,8 @@ Runs, one after the other on the same machine state:
   2. anchor_sdpa.py (../shared/tools): torch flash (FA2) and cuDNN, forward and backward;
   3. anchor_sdpa.py --deterministic --backend flash: torch flash's deterministic backward;
   4. anchor_gqa.py: torch on the GQA rows (32 query heads on 8 kv heads, hdim 128);
+  5. with --pair-below R: interleave_vs_cudnn.py on the rows under R x cuDNN, ours and cuDNN
+     alternating, in a table of their own;
 then writes <out>.md (the BENCHMARKS.md tables) and <out>.json (every row). With --from-json
 <out>.json it only renders <out>.md again (a device call may bring back too few files).
 
@@ -62,6 +64,43 @@ def measure(a, sweep, hq, hk):
     return ours, torch_rows, det_rows, gqa_rows
 
 
+def measure_pairs(a, close):
+    """interleave_vs_cudnn.py on the close rows, per dtype; returns its rows (a failed run's
+    message in place of its rows, so the grid itself is kept)."""
+    pairs = []
+    script = os.path.join(os.path.dirname(__file__), "interleave_vs_cudnn.py")
+    for dt in sorted({dt for dt, _ in close}):
+        out = f"{a.out}_paired_{dt}.json"
+        cmd = [sys.executable, script, "--fmha-jit", a.fmha_jit, "--dtype", dt, "--rounds",
+               str(a.pair_rounds), "--reps", str(a.repeat), "--warmup", str(a.warmup), "--json", out]
+        for d, spec in close:
+            if d == dt:
+                cmd += ["--row", spec]
+        try:
+            run(cmd)
+            pairs += json.load(open(out))
+        except (subprocess.CalledProcessError, OSError, ValueError) as e:
+            pairs.append({"dtype": dt, "error": str(e)[:200]})
+    return pairs
+
+
+def render_pairs(a, paired):
+    """The close rows' table: each side's draws and the ratio of the medians."""
+    if not paired:
+        return []
+    lines = ["", f"Rows under {a.pair_below} x cuDNN above, measured again with ours and cuDNN "
+             f"alternating (tools/bench/interleave_vs_cudnn.py; family,hdim,seqlen,batch,hq,hk,mask):",
+             "", "| dtype | row | ours (each round) | cuDNN (each round) | ours / cuDNN (medians) |",
+             "|---|---|---|---|---|"]
+    for r in paired:
+        if "error" in r:
+            lines.append(f"| {r['dtype']} | error: {r['error']} | | | |")
+            continue
+        lines.append(f"| {r['dtype']} | {r['row']} | {' / '.join(fmt(x) for x in r['ours'])} | "
+                     f"{' / '.join(fmt(x) for x in r['cudnn'])} | {r['ratio']:.3f} |")
+    return lines
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--fmha-jit", required=True)
@@ -86,6 +125,13 @@ def main():
     p.add_argument("--torch-backends", nargs="+", default=["flash", "cudnn"],
                    choices=["flash", "cudnn"], help="torch SDPA backends to measure in the same call")
     p.add_argument("--out", required=True, help="prefix of the files written")
+    p.add_argument("--pair-below", type=float, default=0.0,
+                   help="rows whose ours / cuDNN (forward or backward) reads under this get measured "
+                        "again, ours and cuDNN alternating --pair-rounds times "
+                        "(interleave_vs_cudnn.py): one grid row is one draw of each, minutes apart, "
+                        "and cuDNN moved 4-8 %% between calls on an H100 (BENCHMARKS.md, session "
+                        "30). 0: off")
+    p.add_argument("--pair-rounds", type=int, default=3)
     p.add_argument("--from-json", help="render the tables from a grid's .json (this script's "
                    "combined output) instead of measuring; the same grid flags must be given")
     a = p.parse_args()
@@ -114,9 +160,10 @@ def main():
     if a.from_json:
         saved = json.load(open(a.from_json))
         ours, torch_rows, det_rows = saved["ours"], saved["torch"], saved["torch_det"]
-        gqa_rows = saved["torch_gqa"]
+        gqa_rows, paired = saved["torch_gqa"], saved.get("paired", [])
     else:
         ours, torch_rows, det_rows, gqa_rows = measure(a, sweep, hq, hk)
+        paired = []
 
     tdt = {"bf16": "bfloat16", "fp16": "float16"}
 
@@ -153,6 +200,12 @@ def main():
         return f" {fmt(v)} | {ratio(v, f_fl)} |"
     sep = "|" + "---|" * (head.count("|") - 1)
     lines += [head, sep]
+    close = []  # interleave_vs_cudnn.py row specs whose ours / cuDNN reads under --pair-below
+
+    def note_close(dt, hd, s, c, b, hq_, hk_, f_o, f_cd, b_o, b_cd):
+        for fam, o, t in (("fwd", f_o, f_cd), ("bwd", b_o, b_cd)):
+            if isinstance(o, (int, float)) and isinstance(t, (int, float)) and t and o / t < a.pair_below:
+                close.append((dt, f"{fam},{hd},{s},{b},{hq_},{hk_},{'causal' if c else 'none'}"))
     for dt in a.dtype:
         for hd in a.hdim:
             for s in a.seqlen:
@@ -166,6 +219,7 @@ def main():
                     b_fl, _ = torch_value(torch_rows, "flash", dt, hd, s, c, "bwd")
                     b_cd, _ = torch_value(torch_rows, "cudnn", dt, hd, s, c, "bwd")
                     d_fl, _ = torch_value(det_rows, "flash", dt, hd, s, c, "bwd")
+                    note_close(dt, hd, s, c, b, h, h, f_o, f_cd, b_o, b_cd)
                     lines.append(
                         f"| {dt} | {hd} | {s} | {'yes' if c else 'no'} | {b} x {h}:{h} | {fmt(f_o)} | "
                         f"{fmt(f_fl)} | {fmt(f_cd)} | {ratio(f_o, f_fl)} | {ratio(f_o, f_cd)} | {fmt(b_o)} | "
@@ -186,6 +240,7 @@ def main():
                     b_fl, _ = torch_value(gqa_rows, "flash", dt, 128, s, c, "bwd")
                     b_cd, _ = torch_value(gqa_rows, "cudnn", dt, 128, s, c, "bwd")
                     mark = lambda how: " (expanded)" if how == "expanded" else ""
+                    note_close(dt, 128, s, c, b, hq, hk, f_o, f_cd, b_o, b_cd)
                     lines.append(
                         f"| {dt} | 128 | {s} | {'yes' if c else 'no'} | {b} x {hq}:{hk} | {fmt(f_o)} | "
                         f"{fmt(f_fl)}{mark(how_f)} | {fmt(f_cd)}{mark(how_c)} | {ratio(f_o, f_fl)} | "
@@ -197,15 +252,22 @@ def main():
         when = f"rendered {when} from {a.from_json}"
     header = (f"{when}, {ours[0].get('gpu', '?') if ours else '?'}; command: {' '.join(sys.argv)}"
               "\n\n")
-    with open(a.out + ".md", "w") as f:
-        f.write(header + "\n".join(lines) + "\n")
-    if a.from_json:
-        print(header + "\n".join(lines))
-        return
-    with open(a.out + ".json", "w") as f:
-        json.dump({"ours": ours, "torch": torch_rows, "torch_det": det_rows, "torch_gqa": gqa_rows}, f,
-                  indent=1)
-    print(header + "\n".join(lines))
+
+    def write(paired):
+        text = header + "\n".join(lines + render_pairs(a, paired)) + "\n"
+        with open(a.out + ".md", "w") as f:
+            f.write(text)
+        if not a.from_json:
+            with open(a.out + ".json", "w") as f:
+                json.dump({"ours": ours, "torch": torch_rows, "torch_det": det_rows,
+                           "torch_gqa": gqa_rows, "paired": paired}, f, indent=1)
+        return text
+
+    # Written before the pairs run too, so that a call cut short during them keeps the grid.
+    text = write(paired)
+    if close and not a.from_json:
+        text = write(measure_pairs(a, close))
+    print(text, end="")
 
 
 if __name__ == "__main__":

@@ -20,18 +20,20 @@ import torch
 import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
+DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
 
-def ours(binary, fam, d, s, b, hq, hk, mask, reps, warmup):
-    cmd = [binary, "bench", "--family", fam, "--hdim-q", str(d), "--seqlen-q", str(s), "--batch",
-           str(b), "--nhead-q", str(hq), "--nhead-k", str(hk), "--mask",
+
+def ours(binary, dtype, fam, d, s, b, hq, hk, mask, reps, warmup):
+    cmd = [binary, "bench", "--dtype", dtype, "--family", fam, "--hdim-q", str(d), "--seqlen-q",
+           str(s), "--batch", str(b), "--nhead-q", str(hq), "--nhead-k", str(hk), "--mask",
            "causal_top_left" if mask == "causal" else "none", "--repeat", str(reps), "--warmup",
            str(warmup), "--json"]
     out = subprocess.run(cmd, check=True, stdout=subprocess.PIPE, text=True).stdout
     return json.loads(out)[0]["tflops"]
 
 
-def cudnn(fam, d, s, b, hq, hk, mask, reps, warmup):
-    mk = lambda h: torch.randn(b, h, s, d, device="cuda", dtype=torch.bfloat16)
+def cudnn(dtype, fam, d, s, b, hq, hk, mask, reps, warmup):
+    mk = lambda h: torch.randn(b, h, s, d, device="cuda", dtype=DTYPES[dtype])
     q, k, v, do = mk(hq).requires_grad_(), mk(hk).requires_grad_(), mk(hk).requires_grad_(), mk(hq)
     causal = mask == "causal"
     flops = 4 * b * hq * s * s * d / (2 if causal else 1) * (2.5 if fam == "bwd" else 1)
@@ -60,6 +62,7 @@ def main():
     p.add_argument("--fmha-jit", required=True)
     p.add_argument("--row", action="append", required=True,
                    help="family,hdim,seqlen,batch,hq,hk,mask")
+    p.add_argument("--dtype", default="bf16", choices=list(DTYPES))
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--reps", type=int, default=10)
     p.add_argument("--warmup", type=int, default=3)
@@ -72,7 +75,7 @@ def main():
     rows = []
     for spec in a.row:
         fam, d, s, b, hq, hk, mask = spec.split(",")
-        args = (fam, int(d), int(s), int(b), int(hq), int(hk), mask)
+        args = (a.dtype, fam, int(d), int(s), int(b), int(hq), int(hk), mask)
         mine, theirs = [], []
         try:
             for _ in range(a.rounds):
@@ -83,7 +86,7 @@ def main():
             print(f"| {spec} | error: {str(e).splitlines()[0][:160]} | | |", flush=True)
             continue
         r = statistics.median(mine) / statistics.median(theirs)
-        rows.append(dict(row=spec, ours=mine, cudnn=theirs, ratio=r))
+        rows.append(dict(row=spec, dtype=a.dtype, ours=mine, cudnn=theirs, ratio=r))
         print(f"| {spec} | {' / '.join(f'{x:.1f}' for x in mine)} | "
               f"{' / '.join(f'{x:.1f}' for x in theirs)} | {r:.3f} |", flush=True)
     if a.json:

@@ -111,7 +111,9 @@ sweep_up_cells() {
 }
 
 # run_grid LIMIT DTYPES [FAMILIES]: tools/bench/grid_vs_torch.py for each dtype, with torch in the
-# same call, each under what is left of LIMIT seconds; results and logs in /tmp/grid.
+# same call, each under what is left of LIMIT seconds; results and logs in /tmp/grid. PAIR_BELOW
+# (e.g. 1.03; default off): rows under that x cuDNN measured again, ours and cuDNN alternating
+# (about 15 s a row).
 run_grid() {
   local dtype left
   mkdir -p /tmp/grid
@@ -120,7 +122,7 @@ run_grid() {
     [ "$left" -lt 60 ] && echo "grid $dtype: skipped, ${left}s left" && continue
     timeout "$left" python3 tools/bench/grid_vs_torch.py --fmha-jit $b/fmha-jit \
       --anchor .carry/anchor_sdpa.py --dtype "$dtype" --fwd-impl auto \
-      --families ${3:-fwd bwd} \
+      --families ${3:-fwd bwd} --pair-below "${PAIR_BELOW:-0}" \
       --out "/tmp/grid/grid_$dtype" > "/tmp/grid/grid_log_$dtype.txt" 2>&1
     echo "grid $dtype rc=$? at ${SECONDS}s"
     tail -3 "/tmp/grid/grid_log_$dtype.txt"
