@@ -20,6 +20,8 @@ import torch
 import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
+from anchor_gqa import median_ms  # CUDA events, median of reps after warmup, as the anchors
+
 DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
 
 
@@ -43,17 +45,7 @@ def cudnn(dtype, fam, d, s, b, hq, hk, mask, reps, warmup):
         o = fwd()
         fn = fwd if fam == "fwd" else (
             lambda: torch.autograd.grad(o, (q, k, v), do, retain_graph=True))
-        for _ in range(warmup):
-            fn()
-        times = []
-        for _ in range(reps):
-            a, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            a.record()
-            fn()
-            e.record()
-            torch.cuda.synchronize()
-            times.append(a.elapsed_time(e))
-    return flops / statistics.median(times) / 1e9
+        return flops / median_ms(fn, reps, warmup) / 1e9
 
 
 def main():
