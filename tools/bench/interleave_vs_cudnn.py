@@ -4,9 +4,9 @@ process, so that a row's ratio is several paired draws instead of the grid's one
 
 A grid run measures every row of ours, then every row of torch, minutes apart; on the H100,
 cuDNN's backward moved 4-8 % between two calls on the same shapes (BENCHMARKS.md, session 30)
-while ours moved 1-2 %, so a row within 3 % of 1.0 reads either side of it. Here each round runs
-`fmha-jit bench --json` (a subprocess; kernels from the kernel cache) and then cuDNN in this process,
-`--rounds` times per row; the table gives each side's median and the ratio of medians.
+while ours moved 1-2 %, so a row within 3 % of 1.0 reads either side of it. Here each round
+runs `fmha-jit bench --json` (a subprocess; kernels from the kernel cache) and then cuDNN in this
+process, `--rounds` times per row; the table gives each side's median and the ratio of medians.
 
 Rows: family,hdim,seqlen,batch,hq,hk,mask (mask none or causal), e.g.
   python3 tools/bench/interleave_vs_cudnn.py --fmha-jit .carry/bin/fmha-jit \\
