@@ -45,6 +45,12 @@ run_examples() {
   echo "example 01 rc=$?: $(tail -2 "$out/ex01.txt" | tr '\n' ' ')"
 }
 
+# staged_fmha_jit NAME: the fmha-jit of a staged build (.carry/alt/NAME, tools/device/
+# stage_branch.sh), or the carried tree's for NAME main.
+staged_fmha_jit() {
+  if [ "$1" = main ]; then echo "$b/fmha-jit"; else echo ".carry/alt/$1/fmha-jit"; fi
+}
+
 # warm_sm90a FMHA_JIT: compiles, on all cores, the sm_90a kernels the Hopper gpu suites use
 # (every hdim, dtype, mask, dQ mode and LSE flag, both families) into the cache, since the gpu
 # tests compile one at a time.

@@ -43,11 +43,9 @@ echo "anchor done at ${SECONDS}s"
 # the two changes' shares can be told apart (session 30).
 for row in "--seqlen-q 2048 --batch 8" "--seqlen-q 8192 --batch 2"; do
   for side in main $split $fused $fused $split main; do
-    bin=.carry/alt/$side/fmha-jit
-    [ "$side" = main ] && bin=$b/fmha-jit
     echo -n "$side $row: "
-    timeout 40 $bin bench --family bwd --hdim-q 128 $row --nhead-q 16 --nhead-k 16 --mask none \
-      --repeat 10 --warmup 3 2>&1 | tail -1
+    timeout 40 "$(staged_fmha_jit "$side")" bench --family bwd --hdim-q 128 $row --nhead-q 16 \
+      --nhead-k 16 --mask none --repeat 10 --warmup 3 2>&1 | tail -1
   done
 done
 echo "three-way done at ${SECONDS}s"

@@ -19,10 +19,9 @@ for row in "2048 8 16 16 none" "8192 2 16 16 none" "16384 1 32 8 causal_top_left
   "16384 1 16 16 none"; do
   read -r s bt hq hk m <<<"$row"
   for side in $order; do
-    bin=.carry/alt/$side/fmha-jit
-    [ "$side" = main ] && bin=$b/fmha-jit
-    echo "$side: $(FMHA_JIT_CACHE_DIR=/tmp/cache-$side timeout 40 $bin bench --family bwd --hdim-q 128 --seqlen-q $s --batch $bt \
-      --nhead-q $hq --nhead-k $hk --mask $m --repeat 10 --warmup 3 2>&1 | tail -1)"
+    echo "$side: $(FMHA_JIT_CACHE_DIR=/tmp/cache-$side timeout 40 "$(staged_fmha_jit "$side")" \
+      bench --family bwd --hdim-q 128 --seqlen-q $s --batch $bt --nhead-q $hq --nhead-k $hk \
+      --mask $m --repeat 10 --warmup 3 2>&1 | tail -1)"
   done
 done
 echo "rows done at ${SECONDS}s"
@@ -33,11 +32,13 @@ import json, sys
 for l in sys.stdin:
     try: r = json.loads(l)
     except Exception: print(l, end=''); continue
-    print(r['backend'], r['seqlen'], 'causal' if r['causal'] else 'none', 'bwd', r['bwd_tflops'], 'fwd', r['fwd_tflops'])"
+    print(r['backend'], r['seqlen'], 'causal' if r['causal'] else 'none', 'bwd', r['bwd_tflops'],
+          'fwd', r['fwd_tflops'])"
 echo "anchor done at ${SECONDS}s"
 for side in $builds; do
   for c in /tmp/cache-$side/v1/entries/*/*/kernel.cubin; do
-    n=$(python3 -c "import json; print(json.load(open('$(dirname "$c")/manifest.json'))['config']['mask'])")
+    manifest=$(dirname "$c")/manifest.json
+    n=$(python3 -c "import json; print(json.load(open('$manifest'))['config']['mask'])")
     sass=$(/usr/local/cuda/bin/cuobjdump -sass "$c" 2>/dev/null)
     echo "$side $n: $(for i in ATOM RED MEMBAR CCTL FENCE UTMAREDG UTMALDG STG; do
       echo -n "$i $(grep -c "$i" <<<"$sass") "; done)"
