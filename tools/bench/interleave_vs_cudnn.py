@@ -48,11 +48,24 @@ def cudnn(dtype, fam, d, s, b, hq, hk, mask, reps, warmup):
         return flops / median_ms(fn, reps, warmup) / 1e9
 
 
+def parse_row(spec):
+    """--row family,hdim,seqlen,batch,hq,hk,mask -> (spec, (family, ints..., mask)); argparse
+    reports a bad one with the value and what is accepted."""
+    parts = spec.split(",")
+    ok = (len(parts) == 7 and parts[0] in ("fwd", "bwd") and parts[6] in ("none", "causal")
+          and all(x.isdigit() and int(x) > 0 for x in parts[1:6]))
+    if not ok:
+        raise argparse.ArgumentTypeError(
+            f"--row {spec!r}: expected family,hdim,seqlen,batch,hq,hk,mask with family fwd or "
+            "bwd, positive integers, mask none or causal (e.g. bwd,128,2048,8,16,16,none)")
+    return spec, (parts[0], *map(int, parts[1:6]), parts[6])
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--fmha-jit", required=True)
-    p.add_argument("--row", action="append", required=True,
+    p.add_argument("--row", action="append", required=True, type=parse_row,
                    help="family,hdim,seqlen,batch,hq,hk,mask")
     p.add_argument("--dtype", default="bf16", choices=list(DTYPES))
     p.add_argument("--rounds", type=int, default=3)
@@ -65,9 +78,8 @@ def main():
     print("| row | ours (each round) | cuDNN (each round) | ours / cuDNN (medians) |")
     print("|---|---|---|---|")
     rows = []
-    for spec in a.row:
-        fam, d, s, b, hq, hk, mask = spec.split(",")
-        args = (a.dtype, fam, int(d), int(s), int(b), int(hq), int(hk), mask)
+    for spec, row in a.row:
+        args = (a.dtype, *row)
         mine, theirs = [], []
         try:
             for _ in range(a.rounds):
