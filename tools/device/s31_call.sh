@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Session 31, first call: the persistent Hopper backward (branch s31-persistent, staged with
+# Session 31, the call that ran: the persistent Hopper backward (branch s31-persistent: main with
+# tools/device/patches/bwd-persistent.patch, whose header says how to stage it with
 # tools/device/stage_branch.sh) against main (.carry/bin). 1. The branch's Hopper backward suites
 # (every dtype, the deterministic mode's bit-exactness, the split tail, causal sections, seqlen 1)
 # and example 37 at hdim 64 / 128 / 256. 2. Backward rows main, branch, branch, main (ABBA).
