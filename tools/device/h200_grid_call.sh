@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # The issue's grid on the issue's card, or nothing: on an H200 the bf16 grid (forward and
 # backward, torch in the same call) with the rows under 1.03 x cuDNN re-run alternating with
-# cuDNN (PAIR_BELOW), then the rows no grid pairs (tools/device/s30_rows_call.sh's three), the
-# deterministic / atomic pair on GQA S 8192 causal and cuobjdump's counts, in one tarball. On any
-# other GPU it stops at once, so that a call that drew an H100 costs only the machine's start
-# (the H100 grid of main's code is session 30's).
+# cuDNN (PAIR_BELOW, which covers any close row tools/device/s30_rows_call.sh would pair), then
+# the deterministic / atomic pair on GQA S 8192 causal and cuobjdump's counts, in one tarball. On
+# any other GPU it stops at once, so that a call that drew an H100 costs only the machine's
+# start (the H100 grid of main's code is session 30's).
 source "$(dirname "$0")/call_env.sh"
 if ! nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; then
   echo "not an H200: no grid this call"
@@ -16,10 +16,6 @@ mkdir -p "$out"
 ROWS_FILE=/tmp/grid/rows.txt
 PAIR_BELOW=${PAIR_BELOW:-1.03} run_grid 400 bf16
 tar czf "$back/grid.tgz" -C /tmp grid  # kept if the call is cut short below
-timeout 150 python3 tools/bench/interleave_vs_cudnn.py --fmha-jit $b/fmha-jit --rounds 3 \
-  --row bwd,128,16384,1,16,16,causal --row bwd,128,16384,1,32,8,causal \
-  --row bwd,128,8192,2,16,16,none --json /tmp/grid/interleave.json 2>&1 |
-  tee /tmp/grid/interleave.md
 det_atomic_rows "gqa8k|--hdim-q 128 --nhead-q 32 --nhead-k 8 --seqlen-q 8192 --batch 2"
 sass_counts
 tar czf "$back/grid.tgz" -C /tmp grid
