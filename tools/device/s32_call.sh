@@ -1,28 +1,55 @@
 #!/usr/bin/env bash
-# Session 32's call: main (kernel and library code as in session 28) on whatever GPU came, asked
-# for as an H200 (the issue's card; no H200 grid since session 26). 1. The bf16 grid (forward and
-# backward, torch in the same call), rows under 1.03 x cuDNN measured again alternating with
-# cuDNN. 2. Deterministic and atomic interleaved on GQA S 8192 causal, cuobjdump's counts. 3. The
-# Hopper backward suites and examples 37 / 01 on this card, as far as the call's time allows.
-# Everything under /tmp/grid, back as one tarball (saved after each step).
+# Session 32's call: the software-pipelined Hopper backward (branch s32-pipelined: the next query
+# tile's S^T issued under the current tile's dQ MMA and dQ block store; staged with
+# tools/device/stage_branch.sh s32-pipelined) against main (.carry/bin), on whatever GPU came.
+# 1. The branch's Hopper backward suites and example 37 at hdim 64 / 128 / 256 (stop on a
+# failure). 2. Backward rows main, branch, branch, main (ABBA). 3. The bf16 grid with torch in
+# the same call (rows under 1.03 x cuDNN again alternating with cuDNN) of the branch's build if
+# its hdim 128 rows gained 1 % or more on average, else of main's, then det / atomic on GQA S 8192
+# causal and cuobjdump's counts. Logs under $OUT, the grid in grid.tgz.
 source "$(dirname "$0")/call_env.sh"
+alt=s32-pipelined
+warm_sm90a .carry/alt/$alt/fmha-jit
+STOP_ON_FAIL=1 run_gpu_suites .carry/alt/$alt/fmha_jit_gpu_tests "gpu sm90a bwd: every dtype*;\
+gpu sm90a bwd: deterministic*;gpu sm90a bwd: the split*;gpu sm90a bwd: causal launches*;\
+gpu sm90a bwd: seqlen 1*" 120 || { echo "suites failed at ${SECONDS}s: no benchmark"; exit 1; }
+for hd in 64 128 256; do
+  echo "example 37 hdim $hd: $(timeout 60 .carry/alt/$alt/37_bwd_deterministic --hdim $hd \
+    --seqlen 1024 2>&1 | grep -iE 'bit-exact|FAIL' | head -2 | tr '\n' ' ')"
+done
+echo "checks done at ${SECONDS}s"
+rows=$out/abba.txt
+for row in "128 2048 8 16 16 none" "128 8192 2 16 16 none" "128 8192 2 16 16 causal_top_left" \
+  "128 16384 1 16 16 causal_top_left" "128 16384 1 32 8 causal_top_left" "64 8192 2 16 16 none" \
+  "128 8192 2 16 16 none det"; do
+  read -r hd s bt hq hk m det <<<"$row"
+  flag=""
+  [ "$det" = det ] && flag=--deterministic
+  for side in main $alt $alt main; do
+    echo "$row | $side: $(timeout 40 "$(staged_fmha_jit "$side")" bench --family bwd \
+      --hdim-q $hd --seqlen-q $s --batch $bt --nhead-q $hq --nhead-k $hk --mask $m $flag \
+      --repeat 10 --warmup 3 2>&1 | tail -1)" | tee -a "$rows"
+  done
+done
+echo "rows done at ${SECONDS}s"
+# Mean branch / main over the hdim 128 rows (TFLOP/s is the 12th column of a bench row).
+gain=$(awk -v alt="$alt" '$1 == 128 {split($0, a, "[|] "); split(a[2], f, " "); side = f[1];
+  sub(":", "", side); v = f[13]; if (side == alt) { b += v; nb++ } else { m += v; nm++ } }
+  END { if (nb && nm) printf "%.4f", (b / nb) / (m / nm); else print 0 }' "$rows")
+echo "hdim 128 rows, branch / main: $gain"
+if awk -v g="$gain" 'BEGIN { exit !(g >= 1.01) }'; then
+  b=.carry/alt/$alt
+  echo "grid: the branch's build"
+else
+  echo "grid: main's build"
+fi
 back=$out
 out=/tmp/grid/logs
 mkdir -p "$out"
 ROWS_FILE=/tmp/grid/rows.txt
-PAIR_BELOW=${PAIR_BELOW:-1.03} run_grid 420 bf16
+PAIR_BELOW=1.03 run_grid 540 bf16
 tar czf "$back/grid.tgz" -C /tmp grid
 det_atomic_rows "gqa8k|--hdim-q 128 --nhead-q 32 --nhead-k 8 --seqlen-q 8192 --batch 2"
 sass_counts
-tar czf "$back/grid.tgz" -C /tmp grid
-left=$((575 - SECONDS))
-if [ "$left" -gt 240 ]; then
-  warm_sm90a $b/fmha-jit
-  run_gpu_suites $b/fmha_jit_gpu_tests "gpu sm90a bwd: every dtype*;gpu sm90a bwd: deterministic*;\
-gpu sm90a bwd: causal launches*" 60
-  run_examples
-else
-  echo "suites skipped: ${left}s left"
-fi
 tar czf "$back/grid.tgz" -C /tmp grid
 echo "done at ${SECONDS}s"
