@@ -6,7 +6,8 @@
 # failure). 2. Backward rows main, branch, branch, main (ABBA). 3. The bf16 grid with torch in
 # the same call (rows under 1.03 x cuDNN again alternating with cuDNN) of the branch's build if
 # its hdim 128 rows gained 1 % or more on average, else of main's, then det / atomic on GQA S 8192
-# causal and cuobjdump's counts (GRID=0: not step 3, for a call on little device time). Logs under
+# causal and cuobjdump's counts (GRID=0: not step 3; GRID_LIMIT: the second the grid ends by,
+# default 540). Logs under
 # $OUT, the grid in grid.tgz.
 source "$(dirname "$0")/call_env.sh"
 alt=s32-pipelined
@@ -49,7 +50,7 @@ back=$out
 out=/tmp/grid/logs
 mkdir -p "$out"
 ROWS_FILE=/tmp/grid/rows.txt
-PAIR_BELOW=1.03 run_grid 540 bf16
+PAIR_BELOW=1.03 run_grid "${GRID_LIMIT:-540}" bf16
 tar czf "$back/grid.tgz" -C /tmp grid
 det_atomic_rows "gqa8k|--hdim-q 128 --nhead-q 32 --nhead-k 8 --seqlen-q 8192 --batch 2"
 sass_counts
