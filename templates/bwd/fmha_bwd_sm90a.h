@@ -468,35 +468,163 @@ struct FmhaBwdSm90aMma {
   }
 };
 
-template <class Element, class Shape, int kMaskKind, bool kDeterministic, bool kWalks>
-FMHA_DEVICE void fmha_bwd_sm90a_consume(const FmhaBwdSm90Params& P, unsigned smem,
-                                        const FmhaBwdSm90aBarriers<Shape>& bars, int cw) {
+// A consumer warpgroup's registers across its query tiles: the dK and dV accumulators, and the
+// scores, dP^T and dQ accumulators that stay in flight from one tile's code to the next.
+template <class Shape>
+struct FmhaBwdSm90aConsumerRegs {
+  float dk[Shape::kDChunks][Shape::kDN / 2];
+  float dv[Shape::kDChunks][Shape::kDN / 2];
+  float s[Shape::kBlockM / 2];
+  float dp[Shape::kBlockM / 2];
+  float dq[32];
+};
+
+// One query tile of consumer warpgroup cw, software-pipelined by one product: the tile's S^T was
+// computed before (by the previous tile, or before the first), and unless kLast the next tile's
+// S^T is issued right after this tile's dQ MMA, so that the tensor cores have work queued while
+// the warpgroup waits for the writer and stores this tile's dQ block. No MMA stays in flight from
+// one tile's code to the next: with the next S^T still pending at the loop's back edge, ptxas
+// did not see that the wait after the next dP^T's issue retires it, and serialized every wgmma.
+// (dP^T issued before the dQ block's store as well kept s, dp and dq in flight at once, and
+// ptxas serialized the MMAs and spilled.)
+template <class Element, class Shape, int kMaskKind, bool kWalks, bool kLast>
+FMHA_DEVICE void fmha_bwd_sm90a_consume_tile(const FmhaBwdSm90Params& P, unsigned smem,
+                                             const FmhaBwdSm90aBarriers<Shape>& bars,
+                                             const FmhaBwdSm90aWork& w, int cw, int it,
+                                             FmhaRingPos& ring, const FmhaKeyRange (&seen)[2],
+                                             FmhaBwdSm90aConsumerRegs<Shape>& r) {
   using Mma = FmhaBwdSm90aMma<Element, Shape>;
   using Pack = FmhaMmaSm80<Element>;
   enum {
     kBlockM = Shape::kBlockM,
     kNT = Shape::kQueryNT,
     kKSteps = Shape::kKStepsQuery,
-    kDN = Shape::kDN,
     kDChunks = Shape::kDChunks,
     kRatio = Shape::kBlockN / Shape::kBlockM,
   };
+  const FmhaFwdParams& f = P.bwd.fwd;
+  const int lane = fmha_lane_id();
+  const int warp_in_wg = (fmha_thread_idx() / 32) % 4;
+  const int n0 = w.n_block * Shape::kBlockN;
+  const int key_row = cw * 64 + warp_in_wg * 16 + (lane >> 2);  // this lane's first key row
+  const FmhaBwdSm90aWalkSmem walk{smem + Shape::kWalkOffset};
+  const bool walks = kWalks;
+  const int m0 = fmha_bwd_sm90a_visit<kRatio>(w, walk, walks, it).m_block * kBlockM;
+  const unsigned q_tile = smem + Shape::kQOffset + ring.slot * Shape::kQBytes;
+  const unsigned do_tile = smem + Shape::kDoOffset + ring.slot * Shape::kQBytes;
+  const unsigned stat_slot = ring.slot * kBlockM * 4 + (lane & 3) * 8;
+
+  fmha_mbarrier_wait(bars.do_full(ring.slot), ring.phase);
+  fmha_wgmma_fence();
+  Mma::scores(r.dp, smem + Shape::kVOffset + cw * 64 * 128, do_tile);
+  fmha_wgmma_commit();
+
+  // P^T in place of S^T (complete since the previous tile) while dP^T is computed.
+  fmha_wgmma_fence_operands(r.s);
+  fmha_bwd_sm90a_probabilities<kNT>(
+      r.s, smem + Shape::kLseOffset + stat_slot, f.scale_log2,
+      fmha_bwd_sm90a_tile_full<kMaskKind, kBlockM, Shape::kBlockN>(m0, n0, f), seen, m0);
+  fmha_wgmma_wait<0>();
+  fmha_wgmma_fence_operands(r.dp);
+
+  // dS^T, and both as 16-bit A fragments (k = queries).
+  unsigned pa[kKSteps][4];
+  unsigned da[kKSteps][4];
+#pragma unroll
+  for (int j = 0; j < kNT; ++j) {
+    const FmhaF32x2 d = fmha_ld_shared_f32x2(smem + Shape::kDsumOffset + stat_slot + j * 32);
+#pragma unroll
+    for (int hf = 0; hf < 2; ++hf) {
+      const int i = 4 * j + 2 * hf;
+      pa[j / 2][(j % 2) * 2 + hf] = Pack::pack(r.s[i], r.s[i + 1]);
+      da[j / 2][(j % 2) * 2 + hf] =
+          Pack::pack(r.s[i] * (r.dp[i] - d.x), r.s[i + 1] * (r.dp[i + 1] - d.y));
+    }
+  }
+  fmha_wgmma_fence();
+  Mma::accumulate(r.dv, pa, do_tile);
+  Mma::accumulate(r.dk, da, q_tile);
+  fmha_wgmma_commit();
+
+  // dS^T into this iteration's half of the buffer (rows = keys, 64-query slabs, swizzled).
+  const unsigned ds = smem + Shape::kDsOffset + (it & 1) * Shape::kDsBytes;
+#pragma unroll
+  for (int j = 0; j < kNT; ++j) {
+#pragma unroll
+    for (int hf = 0; hf < 2; ++hf) {
+      const int row = key_row + hf * 8;
+      const int col = j * 8;
+      fmha_st_shared_b32(ds + (col / 64) * Shape::kKVSlabBytes + row * 128 +
+                             ((((col % 64) / 8) ^ (row & 7)) << 4) + (lane & 3) * 4,
+                         da[j / 2][(j % 2) * 2 + hf]);
+    }
+  }
+  fmha_fence_proxy_async_shared();
+  // Both warpgroups' dS^T rows are in place. A warpgroup reaches the next write of this half (two
+  // tiles on) only after the other passed this barrier once more, which it does after its dQ MMA
+  // of this half completed.
+  fmha_named_barrier_sync(1, 256);
+
+  fmha_wgmma_fence();
+  Mma::dq(r.dq, ds + (Shape::dq_row0(cw) / 64) * Shape::kKVSlabBytes,
+          smem + Shape::kKOffset + (Shape::dq_col0(cw, 0) / 64) * Shape::kKVSlabBytes);
+  fmha_wgmma_commit();
+  fmha_wgmma_wait<1>();  // dK and dV, the stage's last readers of Q and dO
+#pragma unroll
+  for (int c = 0; c < kDChunks; ++c) {
+    fmha_wgmma_fence_operands(r.dk[c]);
+    fmha_wgmma_fence_operands(r.dv[c]);
+  }
+  fmha_wgmma_fence_operands(pa);
+  fmha_wgmma_fence_operands(da);
+  // Q, dO, LSE and D of this stage are no longer read by this warp.
+  __syncwarp();
+  if (lane == 0) fmha_mbarrier_arrive(bars.qdo_empty(ring.slot));
+  ring.advance<Shape::kStageCount>();
+  if (!kLast) {
+    fmha_mbarrier_wait(bars.q_full(ring.slot), ring.phase);
+    fmha_wgmma_fence();
+    Mma::scores(r.s, smem + Shape::kKOffset + cw * 64 * 128,
+                smem + Shape::kQOffset + ring.slot * Shape::kQBytes);
+    fmha_wgmma_commit();
+    fmha_wgmma_wait<1>();  // this tile's dQ; the next tile's S^T runs on
+  } else {
+    fmha_wgmma_wait<0>();
+  }
+  fmha_wgmma_fence_operands(r.dq);
+
+  // The dQ block into shared memory (fp32, 2 slabs of 32 columns, 128-byte swizzle: the box of
+  // the dq_accum map) once the writer has copied the previous one.
+  fmha_mbarrier_wait(bars.dq_empty(cw), (it & 1) ^ 1);
+  fmha_bwd_sm90a_store_dq_block(smem + Shape::dq_block_offset(cw, 0), r.dq);
+  fmha_fence_proxy_async_shared();
+  fmha_mbarrier_arrive(bars.dq_full(cw));
+  if (!kLast) {
+    fmha_wgmma_wait<0>();  // the next tile's S^T
+    fmha_wgmma_fence_operands(r.s);
+  }
+}
+
+template <class Element, class Shape, int kMaskKind, bool kDeterministic, bool kWalks>
+FMHA_DEVICE void fmha_bwd_sm90a_consume(const FmhaBwdSm90Params& P, unsigned smem,
+                                        const FmhaBwdSm90aBarriers<Shape>& bars, int cw) {
   const FmhaFwdParams& f = P.bwd.fwd;
   const FmhaBwdSm90aWork w = fmha_bwd_sm90a_work<Shape, kMaskKind, kDeterministic>(P.bwd);
   const int lane = fmha_lane_id();
   const int warp_in_wg = (fmha_thread_idx() / 32) % 4;
   const int n0 = w.n_block * Shape::kBlockN;
   const int key_row = cw * 64 + warp_in_wg * 16 + (lane >> 2);  // this lane's first key row
-  const unsigned k_rows = smem + Shape::kKOffset + cw * 64 * 128;
-  const unsigned v_rows = smem + Shape::kVOffset + cw * 64 * 128;
-  const float scale_log2 = f.scale_log2;
 
-  float dk[kDChunks][kDN / 2];
-  float dv[kDChunks][kDN / 2];
+  FmhaBwdSm90aConsumerRegs<Shape> r;
 #pragma unroll
-  for (int c = 0; c < kDChunks; ++c) {
+  for (int c = 0; c < Shape::kDChunks; ++c) {
 #pragma unroll
-    for (int i = 0; i < kDN / 2; ++i) dk[c][i] = dv[c][i] = 0.f;
+    for (int i = 0; i < Shape::kDN / 2; ++i) r.dk[c][i] = r.dv[c][i] = 0.f;
+    // Opaque: one register each before the first MMA is issued. Zeros folded into one constant
+    // became register copies at the loop's entry, under the first tile's S^T, and ptxas then
+    // serialized every wgmma of the kernel.
+    fmha_wgmma_fence_operands(r.dk[c]);
+    fmha_wgmma_fence_operands(r.dv[c]);
   }
 
   // The queries each of this lane's two key rows sees (fmha_bwd_key_queries), used on tiles
@@ -506,104 +634,32 @@ FMHA_DEVICE void fmha_bwd_sm90a_consume(const FmhaBwdSm90Params& P, unsigned sme
   for (int hf = 0; hf < 2; ++hf)
     seen[hf] = fmha_bwd_key_queries<kMaskKind>(n0 + key_row + hf * 8, f);
 
-  const FmhaBwdSm90aWalkSmem walk{smem + Shape::kWalkOffset};
-  const bool walks = kWalks;  // the caller read the walk (runs its loops once per value)
   fmha_mbarrier_wait(bars.kv_full(), 0);
-  FmhaRingPos ring{0, 0u};
-  for (int it = 0; it < w.num_iters; ++it) {
-    const int m0 = fmha_bwd_sm90a_visit<kRatio>(w, walk, walks, it).m_block * kBlockM;
-    const unsigned q_tile = smem + Shape::kQOffset + ring.slot * Shape::kQBytes;
-    const unsigned do_tile = smem + Shape::kDoOffset + ring.slot * Shape::kQBytes;
-    const unsigned stat_slot = ring.slot * kBlockM * 4 + (lane & 3) * 8;
-
-    float s[kBlockM / 2];
-    float dp[kBlockM / 2];
-    fmha_mbarrier_wait(bars.q_full(ring.slot), ring.phase);
+  if (w.num_iters > 0) {
+    FmhaRingPos ring{0, 0u};
+    fmha_mbarrier_wait(bars.q_full(0), 0);
     fmha_wgmma_fence();
-    Mma::scores(s, k_rows, q_tile);
-    fmha_wgmma_commit();
-    fmha_mbarrier_wait(bars.do_full(ring.slot), ring.phase);
-    Mma::scores(dp, v_rows, do_tile);
-    fmha_wgmma_commit();
-
-    // P^T in place of S^T while dP^T is still computed.
-    fmha_wgmma_wait<1>();
-    fmha_wgmma_fence_operands(s);
-    fmha_bwd_sm90a_probabilities<kNT>(
-        s, smem + Shape::kLseOffset + stat_slot, scale_log2,
-        fmha_bwd_sm90a_tile_full<kMaskKind, kBlockM, Shape::kBlockN>(m0, n0, f), seen, m0);
-    fmha_wgmma_wait<0>();
-    fmha_wgmma_fence_operands(dp);
-
-    // dS^T, and both as 16-bit A fragments (k = queries).
-    unsigned pa[kKSteps][4];
-    unsigned da[kKSteps][4];
-#pragma unroll
-    for (int j = 0; j < kNT; ++j) {
-      const FmhaF32x2 d = fmha_ld_shared_f32x2(smem + Shape::kDsumOffset + stat_slot + j * 32);
-#pragma unroll
-      for (int hf = 0; hf < 2; ++hf) {
-        const int i = 4 * j + 2 * hf;
-        pa[j / 2][(j % 2) * 2 + hf] = Pack::pack(s[i], s[i + 1]);
-        da[j / 2][(j % 2) * 2 + hf] =
-            Pack::pack(s[i] * (dp[i] - d.x), s[i + 1] * (dp[i + 1] - d.y));
-      }
-    }
-    fmha_wgmma_fence();
-    Mma::accumulate(dv, pa, do_tile);
-    Mma::accumulate(dk, da, q_tile);
-    fmha_wgmma_commit();
-
-    // dS^T into this iteration's half of the buffer (rows = keys, 64-query slabs, swizzled).
-    const unsigned ds = smem + Shape::kDsOffset + (it & 1) * Shape::kDsBytes;
-#pragma unroll
-    for (int j = 0; j < kNT; ++j) {
-#pragma unroll
-      for (int hf = 0; hf < 2; ++hf) {
-        const int r = key_row + hf * 8;
-        const int col = j * 8;
-        fmha_st_shared_b32(ds + (col / 64) * Shape::kKVSlabBytes + r * 128 +
-                               ((((col % 64) / 8) ^ (r & 7)) << 4) + (lane & 3) * 4,
-                           da[j / 2][(j % 2) * 2 + hf]);
-      }
-    }
-    fmha_fence_proxy_async_shared();
-    fmha_named_barrier_sync(1, 256);  // both warpgroups' dS^T rows are in place
-
-    float dq[32];
-    fmha_wgmma_fence();
-    Mma::dq(dq, ds + (Shape::dq_row0(cw) / 64) * Shape::kKVSlabBytes,
-            smem + Shape::kKOffset + (Shape::dq_col0(cw, 0) / 64) * Shape::kKVSlabBytes);
+    FmhaBwdSm90aMma<Element, Shape>::scores(r.s, smem + Shape::kKOffset + cw * 64 * 128,
+                                            smem + Shape::kQOffset);
     fmha_wgmma_commit();
     fmha_wgmma_wait<0>();
-#pragma unroll
-    for (int c = 0; c < kDChunks; ++c) {
-      fmha_wgmma_fence_operands(dk[c]);
-      fmha_wgmma_fence_operands(dv[c]);
+    fmha_wgmma_fence_operands(r.s);
+    for (int it = 0; it + 1 < w.num_iters; ++it) {
+      fmha_bwd_sm90a_consume_tile<Element, Shape, kMaskKind, kWalks, false>(P, smem, bars, w, cw,
+                                                                            it, ring, seen, r);
     }
-    fmha_wgmma_fence_operands(dq);
-    fmha_wgmma_fence_operands(pa);
-    fmha_wgmma_fence_operands(da);
-    // Q, dO, LSE and D of this stage are no longer read by this warp.
-    __syncwarp();
-    if (lane == 0) fmha_mbarrier_arrive(bars.qdo_empty(ring.slot));
-
-    // The dQ block into shared memory (fp32, 2 slabs of 32 columns, 128-byte swizzle: the box of
-    // the dq_accum map) once the writer has copied the previous one.
-    fmha_mbarrier_wait(bars.dq_empty(cw), (it & 1) ^ 1);
-    fmha_bwd_sm90a_store_dq_block(smem + Shape::dq_block_offset(cw, 0), dq);
-    fmha_fence_proxy_async_shared();
-    fmha_mbarrier_arrive(bars.dq_full(cw));
-    ring.advance<Shape::kStageCount>();
+    fmha_bwd_sm90a_consume_tile<Element, Shape, kMaskKind, kWalks, true>(
+        P, smem, bars, w, cw, w.num_iters - 1, ring, seen, r);
   }
 
   if (w.part >= 0) {
     // A part of a split key tile: the flag word is the dS^T buffer's first, which no MMA reads
     // once both warpgroups are at the split's first barrier.
-    fmha_bwd_sm90a_split_dkdv<Element, Shape::kBlockN, kDChunks, kDN>(P.bwd, w, key_row, dk, dv,
-                                                                      smem + Shape::kDsOffset, 2);
+    fmha_bwd_sm90a_split_dkdv<Element, Shape::kBlockN, Shape::kDChunks, Shape::kDN>(
+        P.bwd, w, key_row, r.dk, r.dv, smem + Shape::kDsOffset, 2);
   } else {
-    fmha_bwd_sm90a_store_dkdv<Element, kDChunks, kDN>(P.bwd, w, n0 + key_row, 0, dk, dv);
+    fmha_bwd_sm90a_store_dkdv<Element, Shape::kDChunks, Shape::kDN>(P.bwd, w, n0 + key_row, 0,
+                                                                    r.dk, r.dv);
   }
 }
 
