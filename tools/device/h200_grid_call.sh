@@ -4,7 +4,7 @@
 # cuDNN (PAIR_BELOW, which covers any close row tools/device/s30_rows_call.sh would pair), then
 # the deterministic / atomic pair on GQA S 8192 causal and cuobjdump's counts, in one tarball. On
 # any other GPU it stops at once, so that a call that drew an H100 costs only the machine's
-# start (the H100 grid of main's code is session 30's).
+# start. GRID_LIMIT (default 400): the second the grid ends by, for a call on little device time.
 source "$(dirname "$0")/call_env.sh"
 if ! nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; then
   echo "not an H200: no grid this call"
@@ -14,7 +14,7 @@ back=$out
 out=/tmp/grid/logs
 mkdir -p "$out"
 ROWS_FILE=/tmp/grid/rows.txt
-PAIR_BELOW=${PAIR_BELOW:-1.03} run_grid 400 bf16
+PAIR_BELOW=${PAIR_BELOW:-1.03} run_grid "${GRID_LIMIT:-400}" bf16
 tar czf "$back/grid.tgz" -C /tmp grid  # kept if the call is cut short below
 det_atomic_rows "gqa8k|--hdim-q 128 --nhead-q 32 --nhead-k 8 --seqlen-q 8192 --batch 2"
 sass_counts
