@@ -16,7 +16,8 @@
 //
 // With keys as the rows of every score matrix, as in the sm_80 kernel, the products chain
 // without any transposition in registers. Per (query head, query tile), consumer warpgroup w
-// (keys 64 w .. 64 w + 63 of the tile):
+// (keys 64 w .. 64 w + 63 of the tile; fmha_bwd_sm90a_consumer.h, which issues each tile's S^T
+// under the previous tile's dQ MMA):
 //   S^T = K_w Q^T, dP^T = V_w dO^T                 SS wgmma, K-major operands as loaded
 //   P^T = exp2(S^T scale_log2 - LSE log2 e) (masked), dS^T = P^T o (dP^T - D)   in registers
 //   dV_w += P^T dO, dK_w += dS^T Q                   RS wgmma: P^T and dS^T are already the A

@@ -115,7 +115,7 @@ struct FmhaBwdSm90aHd256Barriers {
   }
 };
 
-// Named barriers of the two consumer warpgroups (fmha_bwd_sm90a.h's consumers use id 1).
+// Named barriers of the two consumer warpgroups (fmha_bwd_sm90a_consumer.h's use id 1).
 enum { kFmhaBwdHd256BarExchange = 1, kFmhaBwdHd256BarDs = 2 };
 
 // Warp 0: K and V once; then per query tile Q with its LSE rows (kStages deep) and dO with its D

@@ -232,8 +232,8 @@ struct FmhaBwdSm90aWork {
 // The up-down walk of one CTA: its chain's key tiles k0 .. K (k0 the first at or above the CTA's
 // own that owns cells), with u cells up (up = 0: the CTA keeps FmhaBwdSm90aWork's order). One
 // thread plans it and stores it in shared memory, and every role reads the fields per iteration
-// (FmhaBwdSm90aWalkSmem, fmha_bwd_sm90a.h): held in registers across the loop they spilled the
-// producer warp's 40 (rtc test).
+// (FmhaBwdSm90aWalkSmem, fmha_bwd_sm90a_common.h): held in registers across the loop they
+// spilled the producer warp's 40 (rtc test).
 struct FmhaBwdSm90aWalk {
   enum Field {
     kUp,       // u; 0: the walk does not apply
