@@ -82,6 +82,41 @@ check_main() {
   [ "${2:-1}" = 1 ] && run_examples
 }
 
+# check_branch_bwd NAME: a staged build's (.carry/alt/NAME) sm_90a kernels compiled up front, its
+# Hopper backward suites (stopping at the first failure; returns 1 then) and example 37 at hdim
+# 64 / 128 / 256, before its A/B against main (abba_bwd_rows).
+check_branch_bwd() {
+  local hd
+  warm_sm90a ".carry/alt/$1/fmha-jit"
+  STOP_ON_FAIL=1 run_gpu_suites ".carry/alt/$1/fmha_jit_gpu_tests" "gpu sm90a bwd: every dtype*;\
+gpu sm90a bwd: deterministic*;gpu sm90a bwd: the split*;gpu sm90a bwd: causal launches*;\
+gpu sm90a bwd: seqlen 1*" 120 || return 1
+  for hd in 64 128 256; do
+    echo "example 37 hdim $hd: $(timeout 60 ".carry/alt/$1/37_bwd_deterministic" --hdim $hd \
+      --seqlen 1024 2>&1 | grep -iE 'bit-exact|FAIL' | head -2 | tr '\n' ' ')"
+  done
+  echo "checks done at ${SECONDS}s"
+}
+
+# abba_bwd_rows NAME FILE "HDIM SEQLEN BATCH HQ HK MASK [det]" ...: each backward row benched
+# with main's build, NAME's, NAME's and main's (ABBA: a drift over the call shows as one), each
+# line labelled with the row and the build, echoed and appended to FILE.
+abba_bwd_rows() {
+  local alt=$1 file=$2 row hd s bt hq hk m det flag side
+  shift 2
+  for row in "$@"; do
+    read -r hd s bt hq hk m det <<<"$row"
+    flag=""
+    [ "$det" = det ] && flag=--deterministic
+    for side in main "$alt" "$alt" main; do
+      echo "$row | $side: $(timeout 40 "$(staged_fmha_jit "$side")" bench --family bwd \
+        --hdim-q $hd --seqlen-q $s --batch $bt --nhead-q $hq --nhead-k $hk --mask $m $flag \
+        --repeat 10 --warmup 3 2>&1 | tail -1)" | tee -a "$file"
+    done
+  done
+  echo "rows done at ${SECONDS}s"
+}
+
 # compare_walk_bits FMHA_JIT HDIM SEQLEN_Q SEQLEN_K MASK: one deterministic backward (GQA 12:3, 2
 # batches, seed 7) with FMHA_JIT_BWD_DET_UP_CELLS = 0 (head-major) and 2 (the up-down walk; a
 # build with bwd-det-up-cells-override.patch), its dq / dk / dv compared byte for byte.
