@@ -31,11 +31,12 @@
 //
 // Barriers: kv_full (K and V, once); per Q/dO stage q_full and do_full (TMA bytes + one arrival
 // per producer lane after it stored the LSE / D rows) and qdo_empty (one arrival per consumer
-// warp after the tile's last MMA); per consumer warpgroup dq_full (its 128 threads wrote the dQ
-// block) and dq_empty (the writer's copy has read it). The dS^T buffer alternates between two
-// halves by iteration parity: a named barrier over both warpgroups separates writing it from
-// reading it, and a warpgroup reaches the next write of the same half only after the other
-// passed that barrier again, which it does after its dQ MMA of the previous use completed.
+// warp after the tile's dK / dV MMAs, the last to read Q and dO); per consumer warpgroup dq_full
+// (its 128 threads wrote the dQ block) and dq_empty (the writer's copy has read it). The dS^T
+// buffer alternates between two halves by iteration parity: a named barrier over both
+// warpgroups separates writing it from reading it, and a warpgroup reaches the next write of the
+// same half only after the other passed that barrier again, which it does after its dQ MMA of
+// the previous use completed.
 //
 // Deterministic mode: the writer adds a query tile's two dQ blocks only once the semaphore of
 // (b, h, query tile) counts every later key tile that visits it (the sm_80 order and count,

@@ -51,8 +51,8 @@ struct FmhaBwdSm90aMma {
   }
 };
 
-// A consumer warpgroup's registers across its query tiles: the dK and dV accumulators, and the
-// scores, dP^T and dQ accumulators that stay in flight from one tile's code to the next.
+// A consumer warpgroup's registers across its query tiles: the dK and dV accumulators, the scores
+// (each tile's S^T is computed at the end of the previous tile's code), and dP^T and dQ.
 template <class Shape>
 struct FmhaBwdSm90aConsumerRegs {
   float dk[Shape::kDChunks][Shape::kDN / 2];
