@@ -62,6 +62,18 @@ struct FmhaBwdSm90aConsumerRegs {
   float dq[32];
 };
 
+// Issues S^T = K_w Q^T of the Q stage at `ring` once it has landed (one wgmma group).
+template <class Element, class Shape>
+FMHA_DEVICE void fmha_bwd_sm90a_issue_scores(const FmhaBwdSm90aBarriers<Shape>& bars, unsigned smem,
+                                             int cw, const FmhaRingPos& ring,
+                                             float (&s)[Shape::kBlockM / 2]) {
+  fmha_mbarrier_wait(bars.q_full(ring.slot), ring.phase);
+  fmha_wgmma_fence();
+  FmhaBwdSm90aMma<Element, Shape>::scores(s, smem + Shape::kKOffset + cw * 64 * 128,
+                                          smem + Shape::kQOffset + ring.slot * Shape::kQBytes);
+  fmha_wgmma_commit();
+}
+
 // One query tile of consumer warpgroup cw, software-pipelined by one product: the tile's S^T was
 // computed before (by the previous tile, or before the first), and unless kLast the next tile's
 // S^T is issued right after this tile's dQ MMA, so that the tensor cores have work queued while
@@ -165,11 +177,7 @@ FMHA_DEVICE void fmha_bwd_sm90a_consume_tile(const FmhaBwdSm90Params& P, unsigne
   if (lane == 0) fmha_mbarrier_arrive(bars.qdo_empty(ring.slot));
   ring.advance<Shape::kStageCount>();
   if (!kLast) {
-    fmha_mbarrier_wait(bars.q_full(ring.slot), ring.phase);
-    fmha_wgmma_fence();
-    Mma::scores(r.s, smem + Shape::kKOffset + cw * 64 * 128,
-                smem + Shape::kQOffset + ring.slot * Shape::kQBytes);
-    fmha_wgmma_commit();
+    fmha_bwd_sm90a_issue_scores<Element, Shape>(bars, smem, cw, ring, r.s);
     fmha_wgmma_wait<1>();  // this tile's dQ; the next tile's S^T runs on
   } else {
     fmha_wgmma_wait<0>();
@@ -220,11 +228,7 @@ FMHA_DEVICE void fmha_bwd_sm90a_consume(const FmhaBwdSm90Params& P, unsigned sme
   fmha_mbarrier_wait(bars.kv_full(), 0);
   if (w.num_iters > 0) {
     FmhaRingPos ring{0, 0u};
-    fmha_mbarrier_wait(bars.q_full(0), 0);
-    fmha_wgmma_fence();
-    FmhaBwdSm90aMma<Element, Shape>::scores(r.s, smem + Shape::kKOffset + cw * 64 * 128,
-                                            smem + Shape::kQOffset);
-    fmha_wgmma_commit();
+    fmha_bwd_sm90a_issue_scores<Element, Shape>(bars, smem, cw, ring, r.s);
     fmha_wgmma_wait<0>();
     fmha_wgmma_fence_operands(r.s);
     for (int it = 0; it + 1 < w.num_iters; ++it) {
