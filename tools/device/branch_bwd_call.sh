@@ -17,13 +17,7 @@ rows=$out/abba.txt
 abba_bwd_rows "$alt" "$rows" "128 2048 8 16 16 none" "128 8192 2 16 16 none" \
   "128 8192 2 16 16 causal_top_left" "128 16384 1 16 16 causal_top_left" \
   "128 16384 1 32 8 causal_top_left" "64 8192 2 16 16 none" "128 8192 2 16 16 none det"
-# Mean branch / main over the hdim 128 rows; TFLOP/s is the field before the setup's ("compiled
-# ...", "disk ...", "memory ...").
-gain=$(awk -v alt="$alt" '$1 == 128 {split($0, a, "[|] "); n = split(a[2], f, " "); side = f[1];
-  sub(":", "", side); v = 0
-  for (i = 2; i <= n; i++) if (f[i] == "compiled" || f[i] == "disk" || f[i] == "memory") { v = f[i - 1]; break }
-  if (side == alt) { b += v; nb++ } else { m += v; nm++ } }
-  END { if (nb && nm) printf "%.4f", (b / nb) / (m / nm); else print 0 }' "$rows")
+gain=$(abba_gain "$rows" "$alt")
 echo "hdim 128 rows, branch / main: $gain"
 if awk -v g="$gain" 'BEGIN { exit !(g >= 1.01) }'; then
   b=.carry/alt/$alt

@@ -117,6 +117,39 @@ abba_bwd_rows() {
   echo "rows done at ${SECONDS}s"
 }
 
+# abba_gain FILE NAME: mean TFLOP/s of NAME's hdim 128 rows in FILE (abba_bwd_rows) over main's;
+# TFLOP/s is the field before the setup's ("compiled ...", "disk ...", "memory ...").
+abba_gain() {
+  awk -v alt="$2" '$1 == 128 {split($0, a, "[|] "); n = split(a[2], f, " "); side = f[1];
+    sub(":", "", side); v = 0
+    for (i = 2; i <= n; i++) if (f[i] == "compiled" || f[i] == "disk" || f[i] == "memory") { v = f[i - 1]; break }
+    if (side == alt) { b += v; nb++ } else if (side == "main") { m += v; nm++ } }
+    END { if (nb && nm) printf "%.4f", (b / nb) / (m / nm); else print 0 }' "$1"
+}
+
+# rounds_bwd_rows FILE "BUILD BUILD ..." "HDIM SEQLEN BATCH HQ HK MASK [det]" ...: each backward row
+# benched with the builds in order and then in reverse (a drift over the call shows as one; main
+# or staged names, staged_fmha_jit), labelled and appended to FILE; rows start only before
+# second ${ROWS_UNTIL:-540}.
+rounds_bwd_rows() {
+  local file=$1 row hd s bt hq hk m det flag side
+  local -a builds
+  read -ra builds <<<"$2"
+  shift 2
+  for row in "$@"; do
+    [ "$SECONDS" -ge "${ROWS_UNTIL:-540}" ] && echo "rows stopped at ${SECONDS}s" && break
+    read -r hd s bt hq hk m det <<<"$row"
+    flag=""
+    [ "$det" = det ] && flag=--deterministic
+    for side in "${builds[@]}" $(printf '%s\n' "${builds[@]}" | tac); do
+      echo "$row | $side: $(timeout 40 "$(staged_fmha_jit "$side")" bench --family bwd \
+        --hdim-q $hd --seqlen-q $s --batch $bt --nhead-q $hq --nhead-k $hk --mask $m $flag \
+        --repeat 10 --warmup 3 2>&1 | tail -1)" | tee -a "$file"
+    done
+  done
+  echo "rows done at ${SECONDS}s"
+}
+
 # compare_walk_bits FMHA_JIT HDIM SEQLEN_Q SEQLEN_K MASK: one deterministic backward (GQA 12:3, 2
 # batches, seed 7) with FMHA_JIT_BWD_DET_UP_CELLS = 0 (head-major) and 2 (the up-down walk; a
 # build with bwd-det-up-cells-override.patch), its dq / dk / dv compared byte for byte.
