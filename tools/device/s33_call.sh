@@ -30,6 +30,7 @@ if nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; then
   echo "done at ${SECONDS}s"
   exit 0
 fi
+warm_sm90a .carry/alt/s33-poly-h/fmha-jit
 STOP_ON_FAIL=1 run_gpu_suites .carry/alt/s33-poly-h/fmha_jit_gpu_tests "gpu sm90a bwd: every dtype*" 150 ||
   { echo "poly-h failed at ${SECONDS}s"; exit 1; }
 ROWS_UNTIL=560 rounds_bwd_rows "$out/poly.txt" "$alt s33-poly-q s33-poly-h" "128 8192 2 16 16 none" \
