@@ -27,18 +27,15 @@ struct FmhaBwdSm90aMma {
                                          kmajor(q_tile, Shape::kQSlabBytes, ks), ks > 0);
     }
   }
-  // acc += A B with A (keys x queries) from registers, B = the query tile read N-major.
-  FMHA_DEVICE static void accumulate(float (&acc)[Shape::kDChunks][Shape::kDN / 2],
-                                     const unsigned (&a)[Shape::kKStepsQuery][4], unsigned q_tile) {
+  // One k-step of acc += A B: A (keys x queries) from registers, its 16 queries from 16 ks on, B
+  // = those rows of the query tile (Q or dO) read N-major.
+  FMHA_DEVICE static void accumulate_step(float (&acc)[Shape::kDChunks][Shape::kDN / 2],
+                                          const unsigned (&a)[4], unsigned q_tile, int ks) {
 #pragma unroll
-    for (int ks = 0; ks < Shape::kKStepsQuery; ++ks) {
-#pragma unroll
-      for (int c = 0; c < Shape::kDChunks; ++c) {
-        FmhaWgmma<Element, Shape::kDN, 1>::rs(
-            acc[c], a[ks],
-            mnmajor(q_tile + c * (Shape::kDN / 64) * Shape::kQSlabBytes, Shape::kQSlabBytes, ks),
-            1);
-      }
+    for (int c = 0; c < Shape::kDChunks; ++c) {
+      FmhaWgmma<Element, Shape::kDN, 1>::rs(
+          acc[c], a,
+          mnmajor(q_tile + c * (Shape::kDN / 64) * Shape::kQSlabBytes, Shape::kQSlabBytes, ks), 1);
     }
   }
   // dQ block = dS K: A = dS^T (keys x 64 queries) read M-major, B = K's 64 columns read N-major.
@@ -119,26 +116,33 @@ FMHA_DEVICE void fmha_bwd_sm90a_consume_tile(const FmhaBwdSm90Params& P, unsigne
   fmha_bwd_sm90a_probabilities<kNT>(
       r.s, smem + Shape::kLseOffset + stat_slot, f.scale_log2,
       fmha_bwd_sm90a_tile_full<kMaskKind, kBlockM, Shape::kBlockN>(m0, n0, f), seen, m0);
-  fmha_wgmma_wait<0>();
+  fmha_wgmma_wait<0>();  // dP^T
   fmha_wgmma_fence_operands(r.dp);
 
-  // dS^T, and both as 16-bit A fragments (k = queries).
+  // P^T and dS^T = P^T o (dP^T - D) as 16-bit A fragments (k = queries), 16 queries at a time,
+  // and each k-step of dV += P^T dO and dK += dS^T Q issued as soon as its fragments are packed:
+  // the tensor cores run the first steps while the warpgroup packs the next (all in one group,
+  // issued at the end, they idled through the packing, as the other warpgroup does the same at
+  // the same time). Each step's fence orders only its own fragments' writes.
   unsigned pa[kKSteps][4];
   unsigned da[kKSteps][4];
 #pragma unroll
-  for (int j = 0; j < kNT; ++j) {
-    const FmhaF32x2 d = fmha_ld_shared_f32x2(smem + Shape::kDsumOffset + stat_slot + j * 32);
+  for (int ks = 0; ks < kKSteps; ++ks) {
 #pragma unroll
-    for (int hf = 0; hf < 2; ++hf) {
-      const int i = 4 * j + 2 * hf;
-      pa[j / 2][(j % 2) * 2 + hf] = Pack::pack(r.s[i], r.s[i + 1]);
-      da[j / 2][(j % 2) * 2 + hf] =
-          Pack::pack(r.s[i] * (r.dp[i] - d.x), r.s[i + 1] * (r.dp[i + 1] - d.y));
+    for (int j = 2 * ks; j < 2 * ks + 2; ++j) {
+      const FmhaF32x2 d = fmha_ld_shared_f32x2(smem + Shape::kDsumOffset + stat_slot + j * 32);
+#pragma unroll
+      for (int hf = 0; hf < 2; ++hf) {
+        const int i = 4 * j + 2 * hf;
+        pa[ks][(j % 2) * 2 + hf] = Pack::pack(r.s[i], r.s[i + 1]);
+        da[ks][(j % 2) * 2 + hf] =
+            Pack::pack(r.s[i] * (r.dp[i] - d.x), r.s[i + 1] * (r.dp[i + 1] - d.y));
+      }
     }
+    fmha_wgmma_fence();
+    Mma::accumulate_step(r.dv, pa[ks], do_tile, ks);
+    Mma::accumulate_step(r.dk, da[ks], q_tile, ks);
   }
-  fmha_wgmma_fence();
-  Mma::accumulate(r.dv, pa, do_tile);
-  Mma::accumulate(r.dk, da, q_tile);
   fmha_wgmma_commit();
 
   // dS^T into this iteration's half of the buffer (rows = keys, 64-query slabs, swizzled).
