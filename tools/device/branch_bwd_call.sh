@@ -30,13 +30,4 @@ case "${GRID:-1}" in
   h200) nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200 ||
     { echo "not an H200: no grid"; exit 0; } ;;
 esac
-back=$out
-out=/tmp/grid/logs
-mkdir -p "$out"
-ROWS_FILE=/tmp/grid/rows.txt
-PAIR_BELOW=1.03 run_grid "${GRID_LIMIT:-560}" bf16
-tar czf "$back/grid.tgz" -C /tmp grid
-det_atomic_rows "gqa8k|--hdim-q 128 --nhead-q 32 --nhead-k 8 --seqlen-q 8192 --batch 2"
-sass_counts
-tar czf "$back/grid.tgz" -C /tmp grid
-echo "done at ${SECONDS}s"
+PAIR_BELOW=1.03 grid_and_counts "${GRID_LIMIT:-560}"

@@ -98,21 +98,26 @@ gpu sm90a bwd: seqlen 1*" 120 || return 1
   echo "checks done at ${SECONDS}s"
 }
 
+# bench_bwd_side FILE BUILD "HDIM SEQLEN BATCH HQ HK MASK [det]": one backward row benched with
+# one build (main or a staged name, staged_fmha_jit), labelled with the row and the build, echoed
+# and appended to FILE.
+bench_bwd_side() {
+  local file=$1 side=$2 row=$3 hd s bt hq hk m det flag=""
+  read -r hd s bt hq hk m det <<<"$row"
+  [ "$det" = det ] && flag=--deterministic
+  echo "$row | $side: $(timeout 40 "$(staged_fmha_jit "$side")" bench --family bwd \
+    --hdim-q $hd --seqlen-q $s --batch $bt --nhead-q $hq --nhead-k $hk --mask $m $flag \
+    --repeat 10 --warmup 3 2>&1 | tail -1)" | tee -a "$file"
+}
+
 # abba_bwd_rows NAME FILE "HDIM SEQLEN BATCH HQ HK MASK [det]" ...: each backward row benched
-# with main's build, NAME's, NAME's and main's (ABBA: a drift over the call shows as one), each
-# line labelled with the row and the build, echoed and appended to FILE.
+# with main's build, NAME's, NAME's and main's (ABBA: a drift over the call shows as one), through
+# bench_bwd_side.
 abba_bwd_rows() {
-  local alt=$1 file=$2 row hd s bt hq hk m det flag side
+  local alt=$1 file=$2 row side
   shift 2
   for row in "$@"; do
-    read -r hd s bt hq hk m det <<<"$row"
-    flag=""
-    [ "$det" = det ] && flag=--deterministic
-    for side in main "$alt" "$alt" main; do
-      echo "$row | $side: $(timeout 40 "$(staged_fmha_jit "$side")" bench --family bwd \
-        --hdim-q $hd --seqlen-q $s --batch $bt --nhead-q $hq --nhead-k $hk --mask $m $flag \
-        --repeat 10 --warmup 3 2>&1 | tail -1)" | tee -a "$file"
-    done
+    for side in main "$alt" "$alt" main; do bench_bwd_side "$file" "$side" "$row"; done
   done
   echo "rows done at ${SECONDS}s"
 }
@@ -128,23 +133,17 @@ abba_gain() {
 }
 
 # rounds_bwd_rows FILE "BUILD BUILD ..." "HDIM SEQLEN BATCH HQ HK MASK [det]" ...: each backward row
-# benched with the builds in order and then in reverse (a drift over the call shows as one; main
-# or staged names, staged_fmha_jit), labelled and appended to FILE; rows start only before
-# second ${ROWS_UNTIL:-540}.
+# benched with the builds in order and then in reverse (a drift over the call shows as one),
+# through bench_bwd_side; rows start only before second ${ROWS_UNTIL:-540}.
 rounds_bwd_rows() {
-  local file=$1 row hd s bt hq hk m det flag side
+  local file=$1 row side
   local -a builds
   read -ra builds <<<"$2"
   shift 2
   for row in "$@"; do
     [ "$SECONDS" -ge "${ROWS_UNTIL:-540}" ] && echo "rows stopped at ${SECONDS}s" && break
-    read -r hd s bt hq hk m det <<<"$row"
-    flag=""
-    [ "$det" = det ] && flag=--deterministic
     for side in "${builds[@]}" $(printf '%s\n' "${builds[@]}" | tac); do
-      echo "$row | $side: $(timeout 40 "$(staged_fmha_jit "$side")" bench --family bwd \
-        --hdim-q $hd --seqlen-q $s --batch $bt --nhead-q $hq --nhead-k $hk --mask $m $flag \
-        --repeat 10 --warmup 3 2>&1 | tail -1)" | tee -a "$file"
+      bench_bwd_side "$file" "$side" "$row"
     done
   done
   echo "rows done at ${SECONDS}s"
@@ -248,4 +247,22 @@ det_atomic_rows() {
     done
   done
   echo "rows done at ${SECONDS}s"
+}
+
+# grid_and_counts LIMIT: what a call's grid step runs, with the build in $b. The bf16 grid (torch
+# in the same call; rows under PAIR_BELOW, default 1.03, x cuDNN again alternating with cuDNN) by
+# second LIMIT, then det / atomic on GQA S 8192 causal and cuobjdump's counts, all under
+# /tmp/grid, tarred into $out/grid.tgz (once after the grid, so a call cut short keeps it).
+grid_and_counts() {
+  local back=$out
+  out=/tmp/grid/logs
+  mkdir -p "$out"
+  ROWS_FILE=/tmp/grid/rows.txt
+  PAIR_BELOW=${PAIR_BELOW:-1.03} run_grid "$1" bf16
+  tar czf "$back/grid.tgz" -C /tmp grid
+  det_atomic_rows "gqa8k|--hdim-q 128 --nhead-q 32 --nhead-k 8 --seqlen-q 8192 --batch 2"
+  sass_counts
+  tar czf "$back/grid.tgz" -C /tmp grid
+  out=$back
+  echo "done at ${SECONDS}s"
 }

@@ -10,13 +10,4 @@ if ! nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; then
   echo "not an H200: no grid this call"
   exit 0
 fi
-back=$out
-out=/tmp/grid/logs
-mkdir -p "$out"
-ROWS_FILE=/tmp/grid/rows.txt
-PAIR_BELOW=${PAIR_BELOW:-1.03} run_grid "${GRID_LIMIT:-400}" bf16
-tar czf "$back/grid.tgz" -C /tmp grid  # kept if the call is cut short below
-det_atomic_rows "gqa8k|--hdim-q 128 --nhead-q 32 --nhead-k 8 --seqlen-q 8192 --batch 2"
-sass_counts
-tar czf "$back/grid.tgz" -C /tmp grid
-echo "done at ${SECONDS}s"
+grid_and_counts "${GRID_LIMIT:-400}"

@@ -9,36 +9,7 @@
 # causal and cuobjdump's counts (GRID=0: not step 3; GRID_LIMIT: the second the grid ends by,
 # default 540). Logs under
 # $OUT, the grid in grid.tgz.
-source "$(dirname "$0")/call_env.sh"
-alt=s32-pipelined
-check_branch_bwd $alt || { echo "suites failed at ${SECONDS}s: no benchmark"; exit 1; }
-rows=$out/abba.txt
-abba_bwd_rows $alt "$rows" "128 2048 8 16 16 none" "128 8192 2 16 16 none" \
-  "128 8192 2 16 16 causal_top_left" "128 16384 1 16 16 causal_top_left" \
-  "128 16384 1 32 8 causal_top_left" "64 8192 2 16 16 none" "128 8192 2 16 16 none det"
-# Mean branch / main over the hdim 128 rows. TFLOP/s is the column before the setup's ("compiled
-# ...", "disk ...", "memory ..."); as run in session 32 the script took the 12th column, which on
-# the deterministic row ("bwd det") is the milliseconds.
-gain=$(awk -v alt="$alt" '$1 == 128 {split($0, a, "[|] "); n = split(a[2], f, " "); side = f[1];
-  sub(":", "", side); v = 0
-  for (i = 2; i <= n; i++) if (f[i] == "compiled" || f[i] == "disk" || f[i] == "memory") { v = f[i - 1]; break }
-  if (side == alt) { b += v; nb++ } else { m += v; nm++ } }
-  END { if (nb && nm) printf "%.4f", (b / nb) / (m / nm); else print 0 }' "$rows")
-echo "hdim 128 rows, branch / main: $gain"
-if awk -v g="$gain" 'BEGIN { exit !(g >= 1.01) }'; then
-  b=.carry/alt/$alt
-  echo "grid: the branch's build"
-else
-  echo "grid: main's build"
-fi
-[ "${GRID:-1}" = 0 ] && exit 0
-back=$out
-out=/tmp/grid/logs
-mkdir -p "$out"
-ROWS_FILE=/tmp/grid/rows.txt
-PAIR_BELOW=1.03 run_grid "${GRID_LIMIT:-540}" bf16
-tar czf "$back/grid.tgz" -C /tmp grid
-det_atomic_rows "gqa8k|--hdim-q 128 --nhead-q 32 --nhead-k 8 --seqlen-q 8192 --batch 2"
-sass_counts
-tar czf "$back/grid.tgz" -C /tmp grid
-echo "done at ${SECONDS}s"
+# The call is now tools/device/branch_bwd_call.sh's, for that branch (its gain awk, fixed after
+# session 32, reads TFLOP/s by the setup column; session 32's took the 12th column, which on the
+# deterministic row is the milliseconds).
+GRID_LIMIT=${GRID_LIMIT:-540} exec bash "$(dirname "$0")/branch_bwd_call.sh" s32-pipelined

@@ -18,16 +18,7 @@ gain=$(abba_gain "$rows" $alt)
 echo "hdim 128 rows, branch / main: $gain"
 if nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; then
   awk -v g="$gain" 'BEGIN { exit !(g >= 1.01) }' && b=.carry/alt/$alt && echo "grid: the branch's"
-  back=$out
-  out=/tmp/grid/logs
-  mkdir -p "$out"
-  ROWS_FILE=/tmp/grid/rows.txt
-  PAIR_BELOW=1.03 run_grid "${GRID_LIMIT:-590}" bf16
-  tar czf "$back/grid.tgz" -C /tmp grid
-  det_atomic_rows "gqa8k|--hdim-q 128 --nhead-q 32 --nhead-k 8 --seqlen-q 8192 --batch 2"
-  sass_counts
-  tar czf "$back/grid.tgz" -C /tmp grid
-  echo "done at ${SECONDS}s"
+  grid_and_counts "${GRID_LIMIT:-590}"
   exit 0
 fi
 warm_sm90a .carry/alt/s33-poly-h/fmha-jit
