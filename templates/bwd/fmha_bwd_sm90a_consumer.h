@@ -79,10 +79,10 @@ FMHA_DEVICE void fmha_bwd_sm90a_issue_scores(const FmhaBwdSm90aBarriers<Shape>& 
 // did not see that the wait after the next dP^T's issue retires it, and serialized every wgmma.
 // (dP^T issued before the dQ block's store as well kept s, dp and dq in flight at once, and
 // ptxas serialized the MMAs and spilled.)
-template <class Element, class Shape, int kMaskKind, bool kWalks, bool kLast>
+template <class Element, class Shape, int kMaskKind, bool kLast>
 FMHA_DEVICE void fmha_bwd_sm90a_consume_tile(const FmhaBwdSm90Params& P, unsigned smem,
                                              const FmhaBwdSm90aBarriers<Shape>& bars,
-                                             const FmhaBwdSm90aWork& w, int cw, int it,
+                                             const FmhaBwdSm90aWork& w, int cw, int it, bool walks,
                                              FmhaRingPos& ring, const FmhaKeyRange (&seen)[2],
                                              FmhaBwdSm90aConsumerRegs<Shape>& r) {
   using Mma = FmhaBwdSm90aMma<Element, Shape>;
@@ -100,7 +100,6 @@ FMHA_DEVICE void fmha_bwd_sm90a_consume_tile(const FmhaBwdSm90Params& P, unsigne
   const int n0 = w.n_block * Shape::kBlockN;
   const int key_row = cw * 64 + warp_in_wg * 16 + (lane >> 2);  // this lane's first key row
   const FmhaBwdSm90aWalkSmem walk{smem + Shape::kWalkOffset};
-  const bool walks = kWalks;
   const int m0 = fmha_bwd_sm90a_visit<kRatio>(w, walk, walks, it).m_block * kBlockM;
   const unsigned q_tile = smem + Shape::kQOffset + ring.slot * Shape::kQBytes;
   const unsigned do_tile = smem + Shape::kDoOffset + ring.slot * Shape::kQBytes;
@@ -203,9 +202,16 @@ FMHA_DEVICE void fmha_bwd_sm90a_consume_tile(const FmhaBwdSm90Params& P, unsigne
   }
 }
 
-template <class Element, class Shape, int kMaskKind, bool kDeterministic, bool kWalks>
+// `walks` is a runtime flag here, unlike in the producer and the dQ writer (as in the hdim 256
+// consumer): the consumer takes only the query tile from its visit, for the mask. With the tile's
+// code instantiated per tile kind (the last tile apart), a second copy per value of `walks` made
+// four, and the deterministic causal kernel's cold NVRTC compile took 3.65-4.33 s on the 2-core
+// machine (session 34, five runs; 2.16-2.82 s with one copy). The kernels that cannot walk read a
+// constant false and compile to the same cubins as before.
+template <class Element, class Shape, int kMaskKind, bool kDeterministic>
 FMHA_DEVICE void fmha_bwd_sm90a_consume(const FmhaBwdSm90Params& P, unsigned smem,
-                                        const FmhaBwdSm90aBarriers<Shape>& bars, int cw) {
+                                        const FmhaBwdSm90aBarriers<Shape>& bars, int cw,
+                                        bool walks) {
   const FmhaFwdParams& f = P.bwd.fwd;
   const FmhaBwdSm90aWork w = fmha_bwd_sm90a_work<Shape, kMaskKind, kDeterministic>(P.bwd);
   const int lane = fmha_lane_id();
@@ -239,11 +245,11 @@ FMHA_DEVICE void fmha_bwd_sm90a_consume(const FmhaBwdSm90Params& P, unsigned sme
     fmha_wgmma_wait<0>();
     fmha_wgmma_fence_operands(r.s);
     for (int it = 0; it + 1 < w.num_iters; ++it) {
-      fmha_bwd_sm90a_consume_tile<Element, Shape, kMaskKind, kWalks, false>(P, smem, bars, w, cw,
-                                                                            it, ring, seen, r);
+      fmha_bwd_sm90a_consume_tile<Element, Shape, kMaskKind, false>(P, smem, bars, w, cw, it, walks,
+                                                                    ring, seen, r);
     }
-    fmha_bwd_sm90a_consume_tile<Element, Shape, kMaskKind, kWalks, true>(
-        P, smem, bars, w, cw, w.num_iters - 1, ring, seen, r);
+    fmha_bwd_sm90a_consume_tile<Element, Shape, kMaskKind, true>(
+        P, smem, bars, w, cw, w.num_iters - 1, walks, ring, seen, r);
   }
 
   if (w.part >= 0) {
