@@ -30,6 +30,7 @@ TEST_CASE("cli misuse: unknown flags, commands and values are named in the error
       {"bench --impl fast", {"--impl", "fast", "reference", "mma_sm80"}},
       {"run --hdim-q 4096", {"--hdim-q", "4096", "1 to 1024"}},
       {"verify --fix --bogus", {"not expected: --bogus"}},
+      {"bench-jit --cold-rounds 0", {"--cold-rounds", "0", "1 to 100"}},
   };
   for (const auto& c : cases) {
     INFO("fmha-jit " << c.args);
