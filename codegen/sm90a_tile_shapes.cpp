@@ -126,11 +126,12 @@ int wgmma_sm90a_bwd_smem_bytes(const FmhaKernelConfig& c) {
            kWalkBytes + 1024;
   }
   // FmhaBwdSm90aShape::kSmemBytes: K and V (128 keys), num_stages Q and dO tiles, two halves of
-  // dS^T (128 keys x block_m), two fp32 dQ blocks (64 x 64), num_stages LSE and D rows,
-  // 1 + 3 x num_stages + 4 mbarriers, the up-down walk, 1 KB of alignment.
+  // dS^T (128 keys x block_m), two fp32 dQ blocks (64 x 64), num_stages LSE and D rows, an
+  // 8-byte query-tile slot per stage, 1 + 3 x num_stages + 4 mbarriers, the up-down walk, 1 KB
+  // of alignment.
   const int ds = block_n * c.block_m * 2;
   return 2 * kv + 2 * c.num_stages * q + 2 * ds + 2 * dq + 2 * c.num_stages * c.block_m * 4 +
-         (1 + 3 * c.num_stages + 4) * 8 + kWalkBytes + 1024;
+         c.num_stages * 8 + (1 + 3 * c.num_stages + 4) * 8 + kWalkBytes + 1024;
 }
 
 int wgmma_sm90a_smem_bytes(const FmhaKernelConfig& c) {

@@ -74,6 +74,9 @@ FMHA_DEVICE void fmha_bwd_sm90a_produce(const FmhaBwdSm90Params& P, unsigned sme
     fmha_bwd_sm90a_load_stat_rows<kBlockM>(P, stat, m0, lse_rows, d_rows);
     fmha_mbarrier_wait(bars.qdo_empty(ring.slot), ring.phase ^ 1u);
     if (lane == 0) {
+      // The query tile's first row, for the consumers' mask; published by this lane's arrival
+      // below.
+      fmha_st_shared_b32(smem + Shape::kVisitOffset + ring.slot * 8, m0);
       fmha_mbarrier_arrive_expect_tx(bars.q_full(ring.slot), Shape::kQBytes);
       fmha_mbarrier_arrive_expect_tx(bars.do_full(ring.slot), Shape::kQBytes);
 #pragma unroll
@@ -200,5 +203,5 @@ FMHA_DEVICE void fmha_bwd_sm90a_dq_dk_dv(const FmhaBwdSm90Params& P, char* smem_
     return;
   }
   fmha_setmaxnreg_inc<232>();
-  fmha_bwd_sm90a_consume<Element, Shape, kMaskKind, kDeterministic>(P, smem, bars, wg - 1, walks);
+  fmha_bwd_sm90a_consume<Element, Shape, kMaskKind, kDeterministic>(P, smem, bars, wg - 1);
 }

@@ -82,7 +82,7 @@ FMHA_DEVICE void fmha_bwd_sm90a_issue_scores(const FmhaBwdSm90aBarriers<Shape>& 
 template <class Element, class Shape, int kMaskKind, bool kLast>
 FMHA_DEVICE void fmha_bwd_sm90a_consume_tile(const FmhaBwdSm90Params& P, unsigned smem,
                                              const FmhaBwdSm90aBarriers<Shape>& bars,
-                                             const FmhaBwdSm90aWork& w, int cw, int it, bool walks,
+                                             const FmhaBwdSm90aWork& w, int cw, int it,
                                              FmhaRingPos& ring, const FmhaKeyRange (&seen)[2],
                                              FmhaBwdSm90aConsumerRegs<Shape>& r) {
   using Mma = FmhaBwdSm90aMma<Element, Shape>;
@@ -99,13 +99,13 @@ FMHA_DEVICE void fmha_bwd_sm90a_consume_tile(const FmhaBwdSm90Params& P, unsigne
   const int warp_in_wg = (fmha_thread_idx() / 32) % 4;
   const int n0 = w.n_block * Shape::kBlockN;
   const int key_row = cw * 64 + warp_in_wg * 16 + (lane >> 2);  // this lane's first key row
-  const FmhaBwdSm90aWalkSmem walk{smem + Shape::kWalkOffset};
-  const int m0 = fmha_bwd_sm90a_visit<kRatio>(w, walk, walks, it).m_block * kBlockM;
   const unsigned q_tile = smem + Shape::kQOffset + ring.slot * Shape::kQBytes;
   const unsigned do_tile = smem + Shape::kDoOffset + ring.slot * Shape::kQBytes;
   const unsigned stat_slot = ring.slot * kBlockM * 4 + (lane & 3) * 8;
 
   fmha_mbarrier_wait(bars.do_full(ring.slot), ring.phase);
+  // The stage's query tile, from the producer (fmha_bwd_sm90a_consume says why).
+  const int m0 = static_cast<int>(fmha_ld_shared_b32(smem + Shape::kVisitOffset + ring.slot * 8));
   fmha_wgmma_fence();
   Mma::scores(r.dp, smem + Shape::kVOffset + cw * 64 * 128, do_tile);
   fmha_wgmma_commit();
@@ -202,16 +202,15 @@ FMHA_DEVICE void fmha_bwd_sm90a_consume_tile(const FmhaBwdSm90Params& P, unsigne
   }
 }
 
-// `walks` is a runtime flag here, unlike in the producer and the dQ writer (as in the hdim 256
-// consumer): the consumer takes only the query tile from its visit, for the mask. With the tile's
-// code instantiated per tile kind (the last tile apart), a second copy per value of `walks` made
-// four, and the deterministic causal kernel's cold NVRTC compile took 3.65-4.33 s on the 2-core
-// machine (session 34, five runs; 2.16-2.82 s with one copy). The kernels that cannot walk read a
-// constant false and compile to the same cubins as before.
+// The consumers take only the query tile from a visit, for the mask, and read it from the stage
+// (the producer stores it with the LSE and D rows), so their code does not depend on the walk.
+// A copy of the tile's code per walk order (with the last tile's copy, four) took the
+// deterministic causal kernel's cold NVRTC compile to 3.65-4.33 s on the 2-core machine (session
+// 34, five runs; 2.16-2.82 s with one copy). The walk behind a runtime flag here, computing the
+// visit per tile as the producer does, lost 1.5-3.4 % on deterministic causal rows (H100, ABBA).
 template <class Element, class Shape, int kMaskKind, bool kDeterministic>
 FMHA_DEVICE void fmha_bwd_sm90a_consume(const FmhaBwdSm90Params& P, unsigned smem,
-                                        const FmhaBwdSm90aBarriers<Shape>& bars, int cw,
-                                        bool walks) {
+                                        const FmhaBwdSm90aBarriers<Shape>& bars, int cw) {
   const FmhaFwdParams& f = P.bwd.fwd;
   const FmhaBwdSm90aWork w = fmha_bwd_sm90a_work<Shape, kMaskKind, kDeterministic>(P.bwd);
   const int lane = fmha_lane_id();
@@ -245,11 +244,11 @@ FMHA_DEVICE void fmha_bwd_sm90a_consume(const FmhaBwdSm90Params& P, unsigned sme
     fmha_wgmma_wait<0>();
     fmha_wgmma_fence_operands(r.s);
     for (int it = 0; it + 1 < w.num_iters; ++it) {
-      fmha_bwd_sm90a_consume_tile<Element, Shape, kMaskKind, false>(P, smem, bars, w, cw, it, walks,
-                                                                    ring, seen, r);
+      fmha_bwd_sm90a_consume_tile<Element, Shape, kMaskKind, false>(P, smem, bars, w, cw, it, ring,
+                                                                    seen, r);
     }
-    fmha_bwd_sm90a_consume_tile<Element, Shape, kMaskKind, true>(
-        P, smem, bars, w, cw, w.num_iters - 1, walks, ring, seen, r);
+    fmha_bwd_sm90a_consume_tile<Element, Shape, kMaskKind, true>(P, smem, bars, w, cw,
+                                                                 w.num_iters - 1, ring, seen, r);
   }
 
   if (w.part >= 0) {
