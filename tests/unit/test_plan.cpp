@@ -59,9 +59,9 @@ TEST_CASE("plan: the Hopper backward runs the same three stages, 384 threads eac
   for (const auto& s : stages) CHECK(s.block.x == 384);
   CHECK(stages[0].dynamic_smem_bytes == 0);
   CHECK(stages[2].dynamic_smem_bytes == 0);
-  // K, V 64 KB; 2 x (Q + dO) 64 KB; dS^T 2 x 16 KB; dQ 2 x 16 KB; LSE, D, barriers, the
-  // up-down walk, alignment.
-  CHECK(stages[1].dynamic_smem_bytes == 196608 + 1024 + 11 * 8 + 64 + 1024);
+  // K, V 64 KB; 2 x (Q + dO) 64 KB; dS^T 2 x 16 KB; dQ 2 x 16 KB; LSE, D, each stage's query
+  // tile, barriers, the up-down walk, alignment.
+  CHECK(stages[1].dynamic_smem_bytes == 196608 + 1024 + 2 * 8 + 11 * 8 + 64 + 1024);
   // The same workspace as mma_sm80: fp32 dQ sums and one semaphore per 64-row query tile.
   const auto w = dispatch::bwd_workspace_layout(c, problem());
   CHECK(w.dq_accum_bytes == std::size_t(3) * 8 * 1000 * 128 * 4);
