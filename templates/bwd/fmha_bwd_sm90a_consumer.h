@@ -104,8 +104,12 @@ FMHA_DEVICE void fmha_bwd_sm90a_consume_tile(const FmhaBwdSm90Params& P, unsigne
   const unsigned stat_slot = ring.slot * kBlockM * 4 + (lane & 3) * 8;
 
   fmha_mbarrier_wait(bars.do_full(ring.slot), ring.phase);
-  // The stage's query tile, from the producer (fmha_bwd_sm90a_consume says why).
-  const int m0 = static_cast<int>(fmha_ld_shared_b32(smem + Shape::kVisitOffset + ring.slot * 8));
+  // The stage's query tile, from the producer (fmha_bwd_sm90a_consume says why); only a mask
+  // reads it.
+  const int m0 =
+      kMaskKind == FMHA_MASK_NONE
+          ? 0
+          : static_cast<int>(fmha_ld_shared_b32(smem + Shape::kVisitOffset + ring.slot * 8));
   fmha_wgmma_fence();
   Mma::scores(r.dp, smem + Shape::kVOffset + cw * 64 * 128, do_tile);
   fmha_wgmma_commit();
