@@ -209,9 +209,10 @@ FMHA_DEVICE void fmha_bwd_sm90a_consume_tile(const FmhaBwdSm90Params& P, unsigne
 // The consumers take only the query tile from a visit, for the mask, and read it from the stage
 // (the producer stores it with the LSE and D rows), so their code does not depend on the walk.
 // A copy of the tile's code per walk order (with the last tile's copy, four) took the
-// deterministic causal kernel's cold NVRTC compile to 3.65-4.33 s on the 2-core machine (session
-// 34, five runs; 2.16-2.82 s with one copy). The walk behind a runtime flag here, computing the
-// visit per tile as the producer does, lost 1.5-3.4 % on deterministic causal rows (H100, ABBA).
+// deterministic causal kernel's cold NVRTC compile to 3.6-4.3 s on the 2-core machine (session
+// 34); with one copy it takes 1.5-1.6 s where the four read 2.7-3.2 s in the same sitting. The
+// walk behind a runtime flag here, computing the visit per tile as the producer does, lost
+// 1.5-3.4 % on deterministic causal rows (H100, ABBA); reading the stage gained 1.5-4 %.
 template <class Element, class Shape, int kMaskKind, bool kDeterministic>
 FMHA_DEVICE void fmha_bwd_sm90a_consume(const FmhaBwdSm90Params& P, unsigned smem,
                                         const FmhaBwdSm90aBarriers<Shape>& bars, int cw) {
