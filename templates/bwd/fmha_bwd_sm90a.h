@@ -77,7 +77,7 @@ FMHA_DEVICE void fmha_bwd_sm90a_produce(const FmhaBwdSm90Params& P, unsigned sme
       // The query tile's first row, for the consumers' mask; published by this lane's arrival
       // below.
       if (kMaskKind != FMHA_MASK_NONE)
-        fmha_st_shared_b32(smem + Shape::kVisitOffset + ring.slot * 8, m0);
+        fmha_st_shared_b32(smem + Shape::kQueryRowOffset + ring.slot * 8, m0);
       fmha_mbarrier_arrive_expect_tx(bars.q_full(ring.slot), Shape::kQBytes);
       fmha_mbarrier_arrive_expect_tx(bars.do_full(ring.slot), Shape::kQBytes);
 #pragma unroll

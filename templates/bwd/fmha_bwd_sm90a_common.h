@@ -42,8 +42,8 @@ struct FmhaBwdSm90aShape {
     // Each stage's query tile (its first row), written by the producer with the LSE and D rows: the
     // consumers read it for the mask instead of computing the visit (8 bytes a stage keeps the
     // barriers 8-byte aligned).
-    kVisitOffset = kDsumOffset + kStages * kBlockM * 4,
-    kBarOffset = kVisitOffset + kStages * 8,
+    kQueryRowOffset = kDsumOffset + kStages * kBlockM * 4,
+    kBarOffset = kQueryRowOffset + kStages * 8,
     kBarriers = 1 + 3 * kStages + 4,
     kWalkOffset = kBarOffset + kBarriers * 8,  // the up-down walk (FmhaBwdSm90aWalk)
     kSmemBytes = kWalkOffset + kFmhaBwdSm90aWalkBytes + 1024,

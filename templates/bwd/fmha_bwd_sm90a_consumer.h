@@ -92,7 +92,6 @@ FMHA_DEVICE void fmha_bwd_sm90a_consume_tile(const FmhaBwdSm90Params& P, unsigne
     kNT = Shape::kQueryNT,
     kKSteps = Shape::kKStepsQuery,
     kDChunks = Shape::kDChunks,
-    kRatio = Shape::kBlockN / Shape::kBlockM,
   };
   const FmhaFwdParams& f = P.bwd.fwd;
   const int lane = fmha_lane_id();
@@ -109,7 +108,7 @@ FMHA_DEVICE void fmha_bwd_sm90a_consume_tile(const FmhaBwdSm90Params& P, unsigne
   const int m0 =
       kMaskKind == FMHA_MASK_NONE
           ? 0
-          : static_cast<int>(fmha_ld_shared_b32(smem + Shape::kVisitOffset + ring.slot * 8));
+          : static_cast<int>(fmha_ld_shared_b32(smem + Shape::kQueryRowOffset + ring.slot * 8));
   fmha_wgmma_fence();
   Mma::scores(r.dp, smem + Shape::kVOffset + cw * 64 * 128, do_tile);
   fmha_wgmma_commit();
