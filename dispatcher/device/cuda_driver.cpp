@@ -3,6 +3,7 @@
 #include <cuda.h>
 
 #include <cstring>
+#include <map>
 #include <mutex>
 #include <string>
 
@@ -23,6 +24,7 @@ namespace {
   X(cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain") \
   X(cuCtxGetCurrent, "cuCtxGetCurrent")                   \
   X(cuCtxSetCurrent, "cuCtxSetCurrent")                   \
+  X(cuCtxGetDevice, "cuCtxGetDevice")                     \
   X(cuModuleLoadData, "cuModuleLoadData")                 \
   X(cuModuleUnload, "cuModuleUnload")                     \
   X(cuModuleGetFunction, "cuModuleGetFunction")           \
@@ -70,26 +72,27 @@ class CudaDriver final : public DeviceApi {
       reason_ = "cannot retain the primary context of GPU 0";
       return;
     }
-    int major = 0, minor = 0;
-    cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, device_);
-    cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, device_);
-    arch_ = "sm_" + std::to_string(major) + std::to_string(minor);
-    cuDeviceGetAttribute(&sm_count_, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, device_);
-    cuDeviceGetAttribute(&max_smem_, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
-                         device_);
-    char name[256] = {};
-    cuDeviceGetName(name, sizeof name, device_);
-    name_ = name;
+    if (!read_properties(device_, &device0_)) {
+      reason_ = "cannot read the properties of GPU 0";
+      return;
+    }
+    properties_.emplace(device_, device0_);
     available_ = true;
   }
 
   Vendor vendor() const override { return Vendor::nvidia; }
   bool available() const override { return available_; }
   const std::string& unavailable_reason() const override { return reason_; }
-  std::string arch() const override { return arch_; }
-  std::string name() const override { return name_; }
-  int multiprocessor_count() const override { return sm_count_; }
-  int max_dynamic_smem_per_block() const override { return max_smem_; }
+  std::string arch() const override { return current_properties().arch; }
+  std::string name() const override { return current_properties().name; }
+  int multiprocessor_count() const override { return current_properties().multiprocessors; }
+  int max_dynamic_smem_per_block() const override { return current_properties().max_dynamic_smem; }
+  void* current_context() override {
+    bind_context();
+    CUcontext current = nullptr;
+    check(cuCtxGetCurrent(&current), "cuCtxGetCurrent");
+    return current;
+  }
 
   void* load_module(std::span<const std::uint8_t> binary) override {
     bind_context();
@@ -220,6 +223,49 @@ class CudaDriver final : public DeviceApi {
       throw Error(ErrorCode::device_error, std::string(what) + " failed: " + describe(rc));
     }
   }
+  struct Properties {
+    std::string arch, name;
+    int multiprocessors = 0;
+    int max_dynamic_smem = 0;
+  };
+  bool read_properties(CUdevice device, Properties* out) const {
+    int major = 0, minor = 0;
+    char name[256] = {};
+    if (cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, device) !=
+            CUDA_SUCCESS ||
+        cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, device) !=
+            CUDA_SUCCESS ||
+        cuDeviceGetAttribute(&out->multiprocessors, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
+                             device) != CUDA_SUCCESS ||
+        cuDeviceGetAttribute(&out->max_dynamic_smem,
+                             CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
+                             device) != CUDA_SUCCESS ||
+        cuDeviceGetName(name, sizeof name, device) != CUDA_SUCCESS) {
+      return false;
+    }
+    out->arch = "sm_" + std::to_string(major) + std::to_string(minor);
+    out->name = name;
+    return true;
+  }
+  // The properties of the device of the calling thread's current context (GPU 0 where none is
+  // current), read once per device: a process may drive several GPUs, one per thread or in turn.
+  const Properties& current_properties() const {
+    if (!available_) return device0_;
+    bind_context();
+    CUdevice device = device_;
+    check(cuCtxGetDevice(&device), "cuCtxGetDevice");
+    std::lock_guard lock(properties_mutex_);
+    auto it = properties_.find(device);
+    if (it == properties_.end()) {
+      Properties p;
+      if (!read_properties(device, &p)) {
+        throw Error(ErrorCode::device_error,
+                    "cannot read the properties of CUDA device " + std::to_string(device));
+      }
+      it = properties_.emplace(device, std::move(p)).first;
+    }
+    return it->second;
+  }
   // Driver calls act on the calling thread's current context; make it the primary context of
   // GPU 0 unless the caller (e.g. PyTorch) already made one current.
   void bind_context() const {
@@ -239,9 +285,10 @@ class CudaDriver final : public DeviceApi {
   std::string reason_;
   CUdevice device_ = 0;
   CUcontext context_ = nullptr;
-  std::string arch_, name_;
-  int sm_count_ = 0;
-  int max_smem_ = 0;
+  Properties device0_;
+  mutable std::mutex properties_mutex_;
+  // Entries are never erased, so references into the map stay valid.
+  mutable std::map<CUdevice, Properties> properties_;
 };
 
 }  // namespace

@@ -1,3 +1,4 @@
+#include <atomic>
 #include <cstdlib>
 #include <string>
 #include <utility>
@@ -14,7 +15,14 @@ DeviceApi& device_for(Vendor vendor) {
   return vendor == Vendor::nvidia ? cuda_driver() : hip_runtime();
 }
 
+namespace {
+std::atomic<DeviceApi*> device_override{nullptr};
+}  // namespace
+
+void override_active_device(DeviceApi* api) { device_override.store(api); }
+
 DeviceApi* active_device() {
+  if (DeviceApi* api = device_override.load()) return api;
   // FMHA_JIT_DEVICE=none hides every GPU (tests of the GPU-less paths on a GPU machine);
   // =cuda / =hip restricts the search to one vendor.
   static DeviceApi* const active = []() -> DeviceApi* {

@@ -25,11 +25,17 @@ class DeviceApi {
   virtual bool available() const = 0;
   virtual const std::string& unavailable_reason() const = 0;
 
-  // Properties of device 0 (cached).
+  // Properties of the device of the calling thread's current context (CUDA: the current
+  // CUcontext, GPU 0's primary context where none is current; HIP: the current device), read
+  // once per device.
   virtual std::string arch() const = 0;  // sm_90, gfx90a
   virtual std::string name() const = 0;
   virtual int multiprocessor_count() const = 0;
   virtual int max_dynamic_smem_per_block() const = 0;
+  // The context the calling thread's loads, allocations and launches go to, as an opaque
+  // non-null handle. A module, or device memory a kernel reads, belongs to one context: a process
+  // that drives several GPUs keeps them per context.
+  virtual void* current_context() = 0;
 
   // Modules and launches. Handles are the vendor's (CUmodule, CUfunction, ...).
   virtual void* load_module(std::span<const std::uint8_t> binary) = 0;
@@ -64,6 +70,9 @@ DeviceApi& hip_runtime();
 
 // The vendor API whose GPU this process can use (CUDA preferred), or nullptr with no GPU.
 DeviceApi* active_device();
+// Routes every later active_device() call of the process to `api` (a test double standing in for
+// a GPU on machines without one); nullptr restores the vendor API. Tests only.
+void override_active_device(DeviceApi* api);
 // The API for an arch's vendor (available() may be false).
 DeviceApi& device_for(Vendor vendor);
 

@@ -1,6 +1,9 @@
 // HIP module API through dlopen("libamdhip64.so.5"). hip_runtime_api.h is used for types only.
 #include <hip/hip_runtime_api.h>
 
+#include <cstdint>
+#include <map>
+#include <mutex>
 #include <string>
 
 #include "dispatcher/device/device_api.hpp"
@@ -15,6 +18,7 @@ namespace {
   X(hipGetErrorString, "hipGetErrorString")           \
   X(hipGetDeviceCount, "hipGetDeviceCount")           \
   X(hipSetDevice, "hipSetDevice")                     \
+  X(hipGetDevice, "hipGetDevice")                     \
   X(hipGetDeviceProperties, "hipGetDeviceProperties") \
   X(hipModuleLoadData, "hipModuleLoadData")           \
   X(hipModuleUnload, "hipModuleUnload")               \
@@ -51,27 +55,26 @@ class HipRuntime final : public DeviceApi {
       reason_ = "the HIP runtime reports no GPU";
       return;
     }
-    hipDeviceProp_t props{};
-    if (hipGetDeviceProperties(&props, 0) != hipSuccess) {
+    if (!read_properties(0, &device0_)) {
       reason_ = "hipGetDeviceProperties failed";
       return;
     }
-    // gcnArchName reads like "gfx90a:sramecc+:xnack-"; the config arch is the part before ':'.
-    arch_ = props.gcnArchName;
-    arch_ = arch_.substr(0, arch_.find(':'));
-    name_ = props.name;
-    sm_count_ = props.multiProcessorCount;
-    max_smem_ = static_cast<int>(props.sharedMemPerBlock);
+    properties_.emplace(0, device0_);
     available_ = true;
   }
 
   Vendor vendor() const override { return Vendor::amd; }
   bool available() const override { return available_; }
   const std::string& unavailable_reason() const override { return reason_; }
-  std::string arch() const override { return arch_; }
-  std::string name() const override { return name_; }
-  int multiprocessor_count() const override { return sm_count_; }
-  int max_dynamic_smem_per_block() const override { return max_smem_; }
+  std::string arch() const override { return current_properties().arch; }
+  std::string name() const override { return current_properties().name; }
+  int multiprocessor_count() const override { return current_properties().multiprocessors; }
+  int max_dynamic_smem_per_block() const override { return current_properties().max_dynamic_smem; }
+  // HIP launches go to the calling thread's current device; its ordinal (+ 1, so that it is never
+  // null) names the context.
+  void* current_context() override {
+    return reinterpret_cast<void*>(static_cast<std::uintptr_t>(current_device()) + 1);
+  }
 
   void* load_module(std::span<const std::uint8_t> binary) override {
     require();
@@ -90,10 +93,11 @@ class HipRuntime final : public DeviceApi {
   }
   void set_max_dynamic_smem(void*, int bytes) override {
     // LDS needs no opt-in on AMD; a request beyond the per-block limit cannot be granted.
-    if (bytes > max_smem_) {
+    const int limit = max_dynamic_smem_per_block();
+    if (bytes > limit) {
       throw Error(ErrorCode::device_error, "kernel needs " + std::to_string(bytes) +
                                                " bytes of LDS; the GPU allows " +
-                                               std::to_string(max_smem_));
+                                               std::to_string(limit));
     }
   }
   void launch(void* function, Dim3 g, Dim3 b, unsigned smem, void* stream, void** args) override {
@@ -151,6 +155,44 @@ class HipRuntime final : public DeviceApi {
   }
 
  private:
+  struct Properties {
+    std::string arch, name;
+    int multiprocessors = 0;
+    int max_dynamic_smem = 0;
+  };
+  bool read_properties(int device, Properties* out) const {
+    hipDeviceProp_t props{};
+    if (hipGetDeviceProperties(&props, device) != hipSuccess) return false;
+    // gcnArchName reads like "gfx90a:sramecc+:xnack-"; the config arch is the part before ':'.
+    out->arch = props.gcnArchName;
+    out->arch = out->arch.substr(0, out->arch.find(':'));
+    out->name = props.name;
+    out->multiprocessors = props.multiProcessorCount;
+    out->max_dynamic_smem = static_cast<int>(props.sharedMemPerBlock);
+    return true;
+  }
+  int current_device() const {
+    require();
+    int device = 0;
+    check(hipGetDevice(&device), "hipGetDevice");
+    return device;
+  }
+  // The properties of the calling thread's current device, read once per device.
+  const Properties& current_properties() const {
+    if (!available_) return device0_;
+    const int device = current_device();
+    std::lock_guard lock(properties_mutex_);
+    auto it = properties_.find(device);
+    if (it == properties_.end()) {
+      Properties p;
+      if (!read_properties(device, &p)) {
+        throw Error(ErrorCode::device_error,
+                    "hipGetDeviceProperties(" + std::to_string(device) + ") failed");
+      }
+      it = properties_.emplace(device, std::move(p)).first;
+    }
+    return it->second;
+  }
   void require() const {
     if (!available_) throw_no_device("a HIP call");
   }
@@ -171,9 +213,10 @@ class HipRuntime final : public DeviceApi {
   hipError_t (*hipMalloc)(void**, std::size_t) = nullptr;
   bool available_ = false;
   std::string reason_;
-  std::string arch_, name_;
-  int sm_count_ = 0;
-  int max_smem_ = 0;
+  Properties device0_;
+  mutable std::mutex properties_mutex_;
+  // Entries are never erased, so references into the map stay valid.
+  mutable std::map<int, Properties> properties_;
 };
 
 }  // namespace
