@@ -1,6 +1,8 @@
 #include "dispatcher/runner.hpp"
 
 #include <array>
+#include <cstdint>
+#include <list>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -20,8 +22,8 @@
 namespace fmha_jit::dispatch {
 namespace {
 
-// A module loaded on the GPU with its stage functions, shared by all runners of one key. Never
-// unloaded: it lives as long as the process, like the driver's own context.
+// A module loaded in one context with its stage functions, shared by all runners of one key.
+// Never unloaded: it lives as long as the process, like the driver's own context.
 struct LoadedModule {
   void* module = nullptr;
   std::vector<void*> functions;  // in stage_roles() order
@@ -31,6 +33,38 @@ cache::MemoryCache<LoadedModule>& loaded_modules() {
   static cache::MemoryCache<LoadedModule> modules;
   return modules;
 }
+
+// The in-process module cache's key: a module belongs to the context it was loaded in.
+std::string module_key(const std::string& kernel_key, const void* context) {
+  return kernel_key + '@' + std::to_string(reinterpret_cast<std::uintptr_t>(context));
+}
+
+// A small least-recently-used map: what it holds can always be computed again, so forgetting
+// the oldest entry bounds memory without changing any result.
+template <class Key, class Value>
+class LruMap {
+ public:
+  explicit LruMap(std::size_t capacity) : capacity_(capacity) {}
+  template <class Make>
+  const Value& get_or_make(const Key& key, Make&& make) {
+    if (auto it = index_.find(key); it != index_.end()) {
+      entries_.splice(entries_.begin(), entries_, it->second);
+      return it->second->second;
+    }
+    entries_.emplace_front(key, make());
+    index_.emplace(key, entries_.begin());
+    if (entries_.size() > capacity_) {
+      index_.erase(entries_.back().first);
+      entries_.pop_back();
+    }
+    return entries_.front().second;
+  }
+
+ private:
+  std::size_t capacity_;
+  std::list<std::pair<Key, Value>> entries_;
+  std::map<Key, typename std::list<std::pair<Key, Value>>::iterator> index_;
+};
 
 class KernelRunner final : public FmhaRunner {
  public:
@@ -46,8 +80,12 @@ class KernelRunner final : public FmhaRunner {
     return kernel_->manifest.kernel_symbols;
   }
   bool loaded() const override {
+    device::DeviceApi* api = device::active_device();
+    if (!api) return false;
+    void* context = api->current_context();
     std::lock_guard lock(mutex_);
-    return module_ != nullptr;
+    auto it = contexts_.find(context);
+    return it != contexts_.end() && it->second.module != nullptr;
   }
 
   void check(const FmhaProblem& problem) const override { check_problem(config(), problem); }
@@ -77,17 +115,26 @@ class KernelRunner final : public FmhaRunner {
     FmhaFwdParams params = make_fwd_params(config(), problem, tensors);
     if (config().impl == KernelImpl::wgmma_sm90a) {
       device::DeviceApi& api = device::require_device("run_fwd");
-      const FwdSplitTail split = fwd_split_tail(config(), problem, api.multiprocessor_count());
-      void* scratch = split.tiles > 0 ? split_workspace(split.workspace_bytes, stream) : nullptr;
+      const Launch launch = prepare_launch(api);
+      const int sms = api.multiprocessor_count();
+      const FwdSplitTail split = fwd_split_tail(config(), problem, sms);
+      void* scratch = nullptr;
+      std::unique_lock<std::mutex> stream_lock;
+      if (split.tiles > 0) {
+        StreamScratch& s = stream_scratch(launch.context, stream);
+        stream_lock = std::unique_lock(s.launch_mutex);
+        scratch = grow(s.split_tail, split.workspace_bytes, stream, /*zeroed=*/true);
+      }
       FmhaFwdSm90Params hopper = make_fwd_sm90a_params(config(), params, api, split, scratch);
-      const TileOrder order = tile_order(problem, api.multiprocessor_count());
+      const TileOrder order = tile_order(launch.context, problem, sms);
       hopper.tile_order = order.table;
       hopper.tile_order_rounds = order.rounds;
       if (order.section_heads > 0) hopper.causal_section_heads = order.section_heads;
-      launch_all(problem, &hopper, stream, hook);
+      launch_all(api, launch, problem, &hopper, stream, hook);
       return;
     }
-    launch_all(problem, &params, stream, hook);
+    device::DeviceApi& api = device::require_device("run_fwd");
+    launch_all(api, prepare_launch(api), problem, &params, stream, hook);
   }
 
   void run_bwd(const FmhaProblem& problem, const BwdTensors& tensors, void* stream,
@@ -107,49 +154,76 @@ class KernelRunner final : public FmhaRunner {
                          std::to_string(reinterpret_cast<std::uintptr_t>(workspace)),
                          "a pointer aligned to 256 bytes");
       }
-    } else {
-      workspace = owned_workspace(need, stream);
+    }
+    device::DeviceApi& api = device::require_device("run_bwd");
+    const Launch launch = prepare_launch(api);
+    // Without a caller's workspace the runner's scratch of this (context, stream) serves, and
+    // its lock is held until the last stage is enqueued: the stages of two calls on one stream
+    // then run one call after the other, never interleaved over the same dQ sums.
+    std::unique_lock<std::mutex> stream_lock;
+    if (!workspace) {
+      StreamScratch& s = stream_scratch(launch.context, stream);
+      stream_lock = std::unique_lock(s.launch_mutex);
+      workspace = grow(s.workspace, need, stream, /*zeroed=*/false);
     }
     FmhaBwdParams params = make_bwd_params(config(), problem, tensors, workspace);
-    device::DeviceApi& api = device::require_device("run_bwd");
-    set_bwd_device_choices(params, config(), problem, api.multiprocessor_count());
+    const int sms = api.multiprocessor_count();
+    set_bwd_device_choices(params, config(), problem, sms);
     if (config().impl == KernelImpl::wgmma_sm90a && is_causal(config().mask)) {
-      // Unplanned: params keep the order before sections (make_bwd_params).
-      if (const auto sections = causal_sections(problem, api.multiprocessor_count())) {
-        if (config().deterministic) {
-          params.det_group_heads = sections->section_pairs;
-          params.det_asc_pairs = static_cast<int>(sections->asc_pairs);
-          params.det_tail_pairs = sections->tail_pairs;
-          params.det_alternate = sections->alternate ? 1 : 0;
-          params.det_asc_walk_up = sections->asc_walk_up;
-          params.det_asc_walk_from = sections->asc_walk_from;
-        } else {
-          params.causal_section_pairs = sections->section_pairs;
-        }
+      const BwdCausalSections sections = causal_sections(problem, sms);
+      if (config().deterministic) {
+        params.det_group_heads = sections.section_pairs;
+        params.det_asc_pairs = static_cast<int>(sections.asc_pairs);
+        params.det_tail_pairs = sections.tail_pairs;
+        params.det_alternate = sections.alternate ? 1 : 0;
+        params.det_asc_walk_up = sections.asc_walk_up;
+        params.det_asc_walk_from = sections.asc_walk_from;
+      } else {
+        params.causal_section_pairs = sections.section_pairs;
       }
     }
     if (config().impl == KernelImpl::wgmma_sm90a) {
       FmhaBwdSm90Params hopper = make_bwd_sm90a_params(config(), params, api);
-      launch_all(problem, &hopper, stream, hook);
+      launch_all(api, launch, problem, &hopper, stream, hook);
       return;
     }
-    launch_all(problem, &params, stream, hook);
+    launch_all(api, launch, problem, &params, stream, hook);
   }
 
   std::size_t bwd_workspace_bytes(const FmhaProblem& problem) const override {
     return bwd_workspace_layout(config(), problem).total;
   }
 
+  // Loads the module in the calling thread's current context (no-op where it is loaded).
   void load() {
-    std::lock_guard lock(mutex_);
-    if (module_) return;
     device::DeviceApi& api = device::require_device("loading a kernel module");
+    module_in(api, api.current_context());
+  }
+
+ private:
+  // The module's stage functions in the context a call launches in.
+  struct Launch {
+    void* context = nullptr;
+    std::shared_ptr<const LoadedModule> module;
+  };
+  Launch prepare_launch(device::DeviceApi& api) {
+    void* context = api.current_context();
+    return {context, module_in(api, context)};
+  }
+
+  std::shared_ptr<const LoadedModule> module_in(device::DeviceApi& api, void* context) {
+    {
+      std::lock_guard lock(mutex_);
+      if (auto it = contexts_.find(context); it != contexts_.end() && it->second.module) {
+        return it->second.module;
+      }
+    }
     if (!arch_runs_on(config().arch, api.arch())) {
       throw Error(ErrorCode::device_error, "kernel built for arch " + config().arch +
                                                " cannot run on " + api.name() + " (" + api.arch() +
                                                "); set config.arch = \"" + api.arch() + "\"");
     }
-    module_ = loaded_modules().get_or_build(key(), [&] {
+    auto module = loaded_modules().get_or_build(module_key(key(), context), [&] {
       auto m = std::make_shared<LoadedModule>();
       m->module = api.load_module(kernel_->binary);
       const auto roles = codegen::stage_roles(config());
@@ -162,9 +236,11 @@ class KernelRunner final : public FmhaRunner {
       }
       return m;
     });
+    std::lock_guard lock(mutex_);
+    contexts_[context].module = module;
+    return module;
   }
 
- private:
   void require_family(Family family, const char* call) const {
     if (config().family != family) {
       throw FieldError(ErrorCode::invalid_argument, "family",
@@ -175,15 +251,15 @@ class KernelRunner final : public FmhaRunner {
   }
 
   template <class Params>
-  void launch_all(const FmhaProblem& problem, Params* params, void* stream, const StageHook* hook) {
-    load();
-    device::DeviceApi& api = *device::active_device();
+  void launch_all(device::DeviceApi& api, const Launch& launch, const FmhaProblem& problem,
+                  Params* params, void* stream, const StageHook* hook) {
     const auto stages = plan_stages(config(), problem, api.multiprocessor_count());
     void* args[] = {params};
     for (std::size_t i = 0; i < stages.size(); ++i) {
       const auto& s = stages[i];
       if (hook && *hook) (*hook)(i, codegen::to_string(s.role), stream);
-      api.launch(module_->functions.at(i), s.grid, s.block, s.dynamic_smem_bytes, stream, args);
+      api.launch(launch.module->functions.at(i), s.grid, s.block, s.dynamic_smem_bytes, stream,
+                 args);
     }
     if (hook && *hook) (*hook)(stages.size(), {}, stream);
   }
@@ -210,17 +286,58 @@ class KernelRunner final : public FmhaRunner {
             problem.nhead_k,  problem.batch,    multiprocessors};
   }
 
-  // The plan of this problem's causal forward on `multiprocessors` SMs, uploaded on first use.
-  TileOrder tile_order(const FmhaProblem& problem, int multiprocessors) {
+  // The runner's scratch for the calls of one stream: launch_mutex is held from taking a buffer
+  // until the call's last launch is enqueued, so that a buffer is never grown (freed) or shared
+  // while another call's launches that use it are being enqueued on the stream.
+  struct StreamScratch {
+    std::mutex launch_mutex;
+    DeviceBuffer workspace;   // the backward's, when the caller passes none
+    DeviceBuffer split_tail;  // the forward's split tail (FwdSplitTail): counters live across
+                              // launches, so two streams must not share them
+  };
+  // What a runner keeps per context: the module, and the device memory its launches read.
+  struct ContextState {
+    std::shared_ptr<const LoadedModule> module;
+    // The causal forward's tile plans (fwd_tile_order), one per problem shape, tables in device
+    // memory; read-only once uploaded, so every stream shares them. Kept for the runner's life: a
+    // table is rounds x SMs ints (16 KB at 2048 tiles on 132 SMs; past 65536 tiles one is made
+    // only where it beats the static order by 1 %).
+    std::map<PlanShape, std::unique_ptr<PlannedOrder>> tile_orders;
+    std::unordered_map<void*, std::unique_ptr<StreamScratch>> streams;
+  };
+
+  StreamScratch& stream_scratch(void* context, void* stream) {
+    std::lock_guard lock(mutex_);
+    auto& slot = contexts_[context].streams[stream];
+    if (!slot) slot = std::make_unique<StreamScratch>();
+    return *slot;
+  }
+
+  // At least `bytes` of `buffer`, whose stream's lock the caller holds; growing waits for the
+  // stream so that the old buffer is idle when it is freed.
+  static void* grow(DeviceBuffer& buffer, std::size_t bytes, void* stream, bool zeroed) {
+    if (buffer.size() < bytes) {
+      if (buffer.data()) device_synchronize(stream);
+      buffer = DeviceBuffer(bytes);
+      if (zeroed) buffer.fill(0);
+    }
+    return buffer.data();
+  }
+
+  // The plan of this problem's causal forward on `multiprocessors` SMs, uploaded to `context`
+  // on first use. Which CTA runs a tile changes no arithmetic, so past the cap a new shape runs
+  // in the static order with the same results.
+  TileOrder tile_order(void* context, const FmhaProblem& problem, int multiprocessors) {
     if (!is_causal(config().mask)) return {};
     const PlanShape shape = plan_shape(problem, multiprocessors);
     std::lock_guard lock(mutex_);
-    auto it = tile_orders_.find(shape);
-    if (it == tile_orders_.end()) {
+    auto& orders = contexts_[context].tile_orders;
+    auto it = orders.find(shape);
+    if (it == orders.end()) {
       // Past the cap a new shape runs in the static order in L2 sections, without the plan's
-      // balance (1-4 % slower than a plan on causal rows, BENCHMARKS.md session 18; not
-      // measured in sections), instead of holding one more plan for the runner's life.
-      if (tile_orders_.size() >= kMaxTileOrders) return {nullptr, 0, fwd_l2_section_heads(problem)};
+      // balance (1-4 % slower than a plan on causal rows; docs/SM90.md), instead of holding one
+      // more plan for the runner's life.
+      if (orders.size() >= kMaxTileOrders) return {nullptr, 0, fwd_l2_section_heads(problem)};
       const FwdTileOrder plan = fwd_tile_order(config(), problem, multiprocessors);
       auto planned = std::make_unique<PlannedOrder>();
       if (!plan.order.empty()) {
@@ -229,51 +346,22 @@ class KernelRunner final : public FmhaRunner {
         planned->rounds = plan.rounds;
       }
       planned->section_heads = plan.static_section_heads;
-      it = tile_orders_.emplace(shape, std::move(planned)).first;
+      it = orders.emplace(shape, std::move(planned)).first;
     }
     const PlannedOrder& p = *it->second;
     return {static_cast<const int*>(p.table.data()), p.rounds, p.section_heads};
   }
 
   // The causal backward's sections on `multiprocessors` SMs (bwd_causal_sections), modelled once
-  // per problem shape: a model of up to kBwdMaxModelledCtas CTAs costs milliseconds, a launch's
-  // worth at S 2048. Past kMaxTileOrders shapes a new one is not planned (nullopt) and runs in the
-  // order before sections.
-  std::optional<BwdCausalSections> causal_sections(const FmhaProblem& problem,
-                                                   int multiprocessors) {
+  // per problem shape while it stays among the last kMaxCausalSections shapes (a model of up to
+  // kBwdMaxModelledCtas CTAs costs milliseconds, a launch's worth at S 2048). Always the plan,
+  // never a fallback: the deterministic mode's order of additions follows from it, so a shape
+  // must get the same plan whatever shapes the process saw before.
+  BwdCausalSections causal_sections(const FmhaProblem& problem, int multiprocessors) {
     const PlanShape shape = plan_shape(problem, multiprocessors);
     std::lock_guard lock(mutex_);
-    auto it = causal_sections_.find(shape);
-    if (it == causal_sections_.end()) {
-      if (causal_sections_.size() >= kMaxTileOrders) return std::nullopt;
-      it = causal_sections_.emplace(shape, bwd_causal_sections(config(), problem, multiprocessors))
-               .first;
-    }
-    return it->second;
-  }
-
-  // Grow-only scratch owned by the runner; growing waits for the stream so the old buffer is idle.
-  void* owned_workspace(std::size_t bytes, void* stream) {
-    std::lock_guard lock(mutex_);
-    if (workspace_.size() < bytes) {
-      if (workspace_.data()) device_synchronize(stream);
-      workspace_ = DeviceBuffer(bytes);
-    }
-    return workspace_.data();
-  }
-
-  // The forward's split tail scratch (dispatcher/plan.hpp, FwdSplitTail), one per stream: its
-  // counters live across launches, so two streams must not share them. Zeroed when allocated;
-  // every launch leaves the counters at zero. Growing waits for that stream.
-  void* split_workspace(std::size_t bytes, void* stream) {
-    std::lock_guard lock(mutex_);
-    DeviceBuffer& buffer = split_workspaces_[stream];
-    if (buffer.size() < bytes) {
-      if (buffer.data()) device_synchronize(stream);
-      buffer = DeviceBuffer(bytes);
-      buffer.fill(0);
-    }
-    return buffer.data();
+    return causal_sections_.get_or_make(
+        shape, [&] { return bwd_causal_sections(config(), problem, multiprocessors); });
   }
 
   std::shared_ptr<const CompiledKernel> kernel_;
@@ -284,19 +372,15 @@ class KernelRunner final : public FmhaRunner {
   std::mutex variant_mutex_;
   std::shared_ptr<KernelRunner> variant_;
   mutable std::mutex mutex_;
-  std::shared_ptr<const LoadedModule> module_;
-  DeviceBuffer workspace_;
-  std::unordered_map<void*, DeviceBuffer> split_workspaces_;
-  // The causal forward's tile plans (fwd_tile_order), one per problem shape, tables in device
-  // memory; read-only once uploaded, so every stream shares them. Kept for the runner's life: a
-  // table is rounds x SMs ints (16 KB at 2048 tiles on 132 SMs; past 65536 tiles one is made
-  // only where it beats the static order by 1 %).
-  std::map<PlanShape, std::unique_ptr<PlannedOrder>> tile_orders_;
-  std::map<PlanShape, BwdCausalSections> causal_sections_;
-  // Causal shapes planned (with or without a table), at most, for each of the two maps: a server
-  // that sees every prompt length would otherwise add a table per length without bound, and freeing
+  // Per context (device::DeviceApi::current_context): entries are never erased, since a stream
+  // may still read what they hold.
+  std::unordered_map<void*, ContextState> contexts_;
+  // Causal forward shapes planned (with or without a table) per context, at most: a server that
+  // sees every prompt length would otherwise add a table per length without bound, and freeing
   // one would need every stream that may still read it to finish.
   static constexpr std::size_t kMaxTileOrders = 128;
+  static constexpr std::size_t kMaxCausalSections = 256;
+  LruMap<PlanShape, BwdCausalSections> causal_sections_{kMaxCausalSections};
 };
 
 // Memo of runners by the raw bytes of the config as given plus the cache root: building this key
