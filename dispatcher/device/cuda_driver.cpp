@@ -36,6 +36,8 @@ namespace {
   X(cuMemcpyDtoH, "cuMemcpyDtoH_v2")                      \
   X(cuMemsetD8Async, "cuMemsetD8Async")                   \
   X(cuStreamSynchronize, "cuStreamSynchronize")           \
+  X(cuStreamCreate, "cuStreamCreate")                     \
+  X(cuStreamDestroy, "cuStreamDestroy_v2")                \
   X(cuEventCreate, "cuEventCreate")                       \
   X(cuEventDestroy, "cuEventDestroy_v2")                  \
   X(cuEventRecord, "cuEventRecord")                       \
@@ -148,6 +150,16 @@ class CudaDriver final : public DeviceApi {
   void synchronize(void* stream) override {
     bind_context();
     check(cuStreamSynchronize(static_cast<CUstream>(stream)), "cuStreamSynchronize");
+  }
+
+  void* create_stream() override {
+    bind_context();
+    CUstream stream = nullptr;
+    check(cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
+    return stream;
+  }
+  void destroy_stream(void* stream) noexcept override {
+    if (stream) cuStreamDestroy(static_cast<CUstream>(stream));
   }
 
   void* create_event() override {

@@ -113,6 +113,12 @@ void device_synchronize(void* stream) {
   device::require_device("device_synchronize").synchronize(stream);
 }
 
+DeviceStream::DeviceStream() : stream_(device::require_device("DeviceStream").create_stream()) {}
+
+DeviceStream::~DeviceStream() {
+  if (auto* api = device::active_device()) api->destroy_stream(stream_);
+}
+
 GpuTimer::GpuTimer() {
   auto& api = device::require_device("GpuTimer");
   start_ = api.create_event();

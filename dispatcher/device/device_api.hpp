@@ -53,6 +53,9 @@ class DeviceApi {
   virtual void copy_to_host(void* dst, const void* src, std::size_t bytes) = 0;
   virtual void fill_bytes(void* dst, std::uint8_t value, std::size_t bytes, void* stream) = 0;
   virtual void synchronize(void* stream) = 0;
+  // A stream of the current context that does not synchronise with the default stream.
+  virtual void* create_stream() = 0;
+  virtual void destroy_stream(void* stream) noexcept = 0;
 
   // Events for timing kernels.
   virtual void* create_event() = 0;

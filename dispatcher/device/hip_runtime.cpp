@@ -13,26 +13,28 @@
 namespace fmha_jit::device {
 namespace {
 
-#define FMHA_HIP_FUNCTIONS(X)                         \
-  X(hipInit, "hipInit")                               \
-  X(hipGetErrorString, "hipGetErrorString")           \
-  X(hipGetDeviceCount, "hipGetDeviceCount")           \
-  X(hipSetDevice, "hipSetDevice")                     \
-  X(hipGetDevice, "hipGetDevice")                     \
-  X(hipGetDeviceProperties, "hipGetDeviceProperties") \
-  X(hipModuleLoadData, "hipModuleLoadData")           \
-  X(hipModuleUnload, "hipModuleUnload")               \
-  X(hipModuleGetFunction, "hipModuleGetFunction")     \
-  X(hipModuleLaunchKernel, "hipModuleLaunchKernel")   \
-  X(hipFree, "hipFree")                               \
-  X(hipMemcpyHtoD, "hipMemcpyHtoD")                   \
-  X(hipMemcpyDtoH, "hipMemcpyDtoH")                   \
-  X(hipMemsetD8Async, "hipMemsetD8Async")             \
-  X(hipStreamSynchronize, "hipStreamSynchronize")     \
-  X(hipEventCreate, "hipEventCreate")                 \
-  X(hipEventDestroy, "hipEventDestroy")               \
-  X(hipEventRecord, "hipEventRecord")                 \
-  X(hipEventSynchronize, "hipEventSynchronize")       \
+#define FMHA_HIP_FUNCTIONS(X)                             \
+  X(hipInit, "hipInit")                                   \
+  X(hipGetErrorString, "hipGetErrorString")               \
+  X(hipGetDeviceCount, "hipGetDeviceCount")               \
+  X(hipSetDevice, "hipSetDevice")                         \
+  X(hipGetDevice, "hipGetDevice")                         \
+  X(hipGetDeviceProperties, "hipGetDeviceProperties")     \
+  X(hipModuleLoadData, "hipModuleLoadData")               \
+  X(hipModuleUnload, "hipModuleUnload")                   \
+  X(hipModuleGetFunction, "hipModuleGetFunction")         \
+  X(hipModuleLaunchKernel, "hipModuleLaunchKernel")       \
+  X(hipFree, "hipFree")                                   \
+  X(hipMemcpyHtoD, "hipMemcpyHtoD")                       \
+  X(hipMemcpyDtoH, "hipMemcpyDtoH")                       \
+  X(hipMemsetD8Async, "hipMemsetD8Async")                 \
+  X(hipStreamSynchronize, "hipStreamSynchronize")         \
+  X(hipStreamCreateWithFlags, "hipStreamCreateWithFlags") \
+  X(hipStreamDestroy, "hipStreamDestroy")                 \
+  X(hipEventCreate, "hipEventCreate")                     \
+  X(hipEventDestroy, "hipEventDestroy")                   \
+  X(hipEventRecord, "hipEventRecord")                     \
+  X(hipEventSynchronize, "hipEventSynchronize")           \
   X(hipEventElapsedTime, "hipEventElapsedTime")
 
 class HipRuntime final : public DeviceApi {
@@ -127,6 +129,16 @@ class HipRuntime final : public DeviceApi {
   }
   void synchronize(void* stream) override {
     check(hipStreamSynchronize(static_cast<hipStream_t>(stream)), "hipStreamSynchronize");
+  }
+
+  void* create_stream() override {
+    require();
+    hipStream_t stream = nullptr;
+    check(hipStreamCreateWithFlags(&stream, hipStreamNonBlocking), "hipStreamCreateWithFlags");
+    return stream;
+  }
+  void destroy_stream(void* stream) noexcept override {
+    if (stream) (void)hipStreamDestroy(static_cast<hipStream_t>(stream));
   }
 
   void* create_event() override {

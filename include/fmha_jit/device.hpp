@@ -41,6 +41,21 @@ class DeviceBuffer {
 
 void device_synchronize(void* stream = nullptr);
 
+// A stream of the calling thread's current GPU that does not synchronise with the default stream
+// (CU_STREAM_NON_BLOCKING), destroyed with the object.
+class DeviceStream {
+ public:
+  DeviceStream();  // throws Error(device_unavailable | device_error)
+  ~DeviceStream();
+  DeviceStream(const DeviceStream&) = delete;
+  DeviceStream& operator=(const DeviceStream&) = delete;
+  void* handle() const { return stream_; }
+  void synchronize() const { device_synchronize(stream_); }
+
+ private:
+  void* stream_ = nullptr;
+};
+
 // Times work on a stream with device events.
 class GpuTimer {
  public:

@@ -90,6 +90,11 @@ void FakeDevice::launch(void* function, device::Dim3 grid, device::Dim3 block, u
   launches_.push_back(std::move(l));
 }
 
+void* FakeDevice::create_stream() {
+  std::lock_guard lock(mutex_);
+  return handles_.emplace_back(std::make_unique<char>()).get();
+}
+
 void* FakeDevice::allocate(std::size_t bytes) {
   // 256-byte aligned, as cuMemAlloc's are.
   void* p = ::operator new (bytes, std::align_val_t{256});

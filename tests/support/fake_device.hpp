@@ -71,6 +71,8 @@ class FakeDevice final : public device::DeviceApi {
   void copy_to_host(void* dst, const void* src, std::size_t bytes) override;
   void fill_bytes(void* dst, std::uint8_t value, std::size_t bytes, void* stream) override;
   void synchronize(void*) override {}
+  void* create_stream() override;
+  void destroy_stream(void*) noexcept override {}
 
   void* create_event() override { return this; }
   void destroy_event(void*) noexcept override {}
