@@ -170,6 +170,51 @@ fmha_sm90_probe_instances(const __grid_constant__ FmhaTensorMap o_map,
     fmha_bulk_wait_group<0>();
   }
 }
+
+// Two warps pass `rounds` rows of 32 words through two shared-memory slots, the pattern of the
+// Hopper backward's producer publishing LSE, D and the query row to its consumers: the producer
+// stores with st.shared and arrives on the slot's full barrier (32 arrivals); the consumer waits
+// on it, loads, and after __syncwarp its lane 0 arrives on the slot's empty barrier, which the
+// producer waits on before it stores into the slot again. by_barrier = 1 orders the same stores
+// and loads with __syncthreads instead. out[lane] = the sum of what the consumer's lane read.
+extern "C" __global__ void __launch_bounds__(64, 1)
+fmha_sm90_probe_handoff(unsigned* out, int rounds, int by_barrier) {
+  __shared__ __align__(16) unsigned slots[2][32];
+  __shared__ __align__(8) unsigned long long bars[4];  // full[0], full[1], empty[0], empty[1]
+  const unsigned slot0 = fmha_smem_addr(&slots[0][0]);
+  const unsigned bar0 = fmha_smem_addr(&bars[0]);
+  const int lane = fmha_lane_id(), warp = fmha_warp_id();
+  if (fmha_thread_idx() == 0) {
+    for (int s = 0; s < 2; ++s) {
+      fmha_mbarrier_init(bar0 + 8 * s, 32);
+      fmha_mbarrier_init(bar0 + 8 * (2 + s), 1);
+    }
+    fmha_mbarrier_init_fence();
+  }
+  fmha_sync_threads();
+  unsigned sum = 0;
+  for (int r = 0; r < rounds; ++r) {
+    const int s = r % 2;
+    const unsigned parity = (r / 2) & 1;
+    const unsigned word = slot0 + (s * 32 + lane) * 4;
+    if (by_barrier) {
+      if (warp == 0) fmha_st_shared_b32(word, r * 32 + lane);
+      fmha_sync_threads();
+      if (warp == 1) sum += fmha_ld_shared_b32(word);
+      fmha_sync_threads();
+    } else if (warp == 0) {
+      fmha_mbarrier_wait(bar0 + 8 * (2 + s), parity ^ 1u);
+      fmha_st_shared_b32(word, r * 32 + lane);
+      fmha_mbarrier_arrive(bar0 + 8 * s);
+    } else {
+      fmha_mbarrier_wait(bar0 + 8 * s, parity);
+      sum += fmha_ld_shared_b32(word);
+      __syncwarp();
+      if (lane == 0) fmha_mbarrier_arrive(bar0 + 8 * (2 + s));
+    }
+  }
+  if (warp == 1) out[lane] = sum;
+}
 )";
 
 codegen::rtc::CompileOutput compile_sm90_probe(const std::string& arch) {

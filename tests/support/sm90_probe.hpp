@@ -10,7 +10,8 @@
 namespace fmha_jit::test {
 
 // Kernels: fmha_sm90_probe_gemm(a_map, b_map, out), fmha_sm90_probe_gemm_nmajor(a_map, b_map,
-// out, lbo, sbo) and fmha_sm90_probe_instances(o_map, dq_map, out); see sm90_probe.cpp.
+// out, lbo, sbo), fmha_sm90_probe_instances(o_map, dq_map, out) and
+// fmha_sm90_probe_handoff(out, rounds, by_barrier); see sm90_probe.cpp.
 extern const char* const kSm90ProbeSource;
 // Dynamic shared memory of fmha_sm90_probe_gemm: two 8 KB tiles, the barrier, 1 KB of alignment.
 constexpr int kSm90ProbeGemmSmemBytes = 2 * 64 * 128 + 64 + 1024;
