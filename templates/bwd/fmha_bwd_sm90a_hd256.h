@@ -291,7 +291,8 @@ FMHA_DEVICE void fmha_bwd_sm90a_hd256_consume(const FmhaBwdSm90Params& P, unsign
       }
     }
     fmha_fence_proxy_async_shared();  // P^T is read by the dV MMAs below
-    fmha_named_barrier_sync(kFmhaBwdHd256BarExchange, 256);
+    // Unaligned: the two warpgroups run two instantiations of this function (kCw).
+    fmha_named_barrier_sync_unaligned(kFmhaBwdHd256BarExchange, 256);
 
     fmha_wgmma_fence();
     fmha_bwd_sm90a_hd256_accumulate<Element, Shape>(dv[0], p_tile, do_tile, col0);
@@ -316,7 +317,8 @@ FMHA_DEVICE void fmha_bwd_sm90a_hd256_consume(const FmhaBwdSm90Params& P, unsign
     // dO and D are no longer read by this warp (dV was its last reader).
     __syncwarp();
     if (lane == 0) fmha_mbarrier_arrive(bars.do_empty());
-    fmha_named_barrier_sync(kFmhaBwdHd256BarDs, 256);  // both halves of dS^T are in place
+    // Both halves of dS^T are in place (unaligned, as above).
+    fmha_named_barrier_sync_unaligned(kFmhaBwdHd256BarDs, 256);
 
     float dq[32];
     fmha_wgmma_fence();

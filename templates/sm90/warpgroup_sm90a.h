@@ -33,6 +33,14 @@ FMHA_DEVICE void fmha_named_barrier_sync(int id, int threads) {
   asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
 }
 
+// The same barrier for warps that reach it through different instructions, such as two
+// instantiations of a role templated on its warpgroup: bar.sync is barrier.sync.aligned, which
+// requires every warp of one barrier generation to execute the same instruction
+// (compute-sanitizer's synccheck reports "Divergent thread(s) in block" otherwise).
+FMHA_DEVICE void fmha_named_barrier_sync_unaligned(int id, int threads) {
+  asm volatile("barrier.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
+
 FMHA_DEVICE void fmha_named_barrier_arrive(int id, int threads) {
   asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
 }
