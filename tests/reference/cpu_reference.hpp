@@ -1,7 +1,8 @@
 // CPU reference for fused multi-head attention, forward and backward, accumulated in fp64.
 //
 // Shapes, strides and views: shape.hpp. Masks: masks.hpp, written from their definitions and
-// sharing no code with the kernels.
+// sharing no code with the kernels. Per-slice exact and kernel-like references for the GPU tests:
+// slice_reference.hpp.
 //
 // Inputs are float: the caller rounds them to the kernel's dtype first (round_to_dtype) so the
 // reference sees the same values as the kernel. A double entry point of every routine exists for
