@@ -2,7 +2,7 @@
 //
 // Shapes, strides and views: shape.hpp. Masks: masks.hpp, written from their definitions and
 // sharing no code with the kernels. Per-slice exact and kernel-like references for the GPU tests:
-// slice_reference.hpp.
+// slice_reference.hpp; the accuracy rule that judges a kernel by them: accuracy_rule.hpp.
 //
 // Inputs are float: the caller rounds them to the kernel's dtype first (round_to_dtype) so the
 // reference sees the same values as the kernel. A double entry point of every routine exists for

@@ -10,6 +10,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "reference/accuracy_rule.hpp"
 #include "reference/slice_reference.hpp"
 #include "unit/kernel_emulation.hpp"
 #include "unit/reference_problems.hpp"
@@ -35,23 +36,14 @@ struct Judgement {
   std::string report;
 };
 
-// The comparison the GPU harness applied: max |ours - ref| / max |ref| over the output against
-// dtype_tolerance (4u for O, 16u for gradients, 1e-4 for the LSE).
 Judgement judge(const std::vector<SliceOutput>& outputs, bool bf16) {
-  Judgement j;
+  ref::Verdict verdict;
   for (const SliceOutput& out : outputs) {
-    const std::vector<float> want(out.ref64.begin(), out.ref64.end());
-    const ref::ErrorStats st = ref::compare(out.ours.data(), want.data(), want.size());
-    const ref::Quantity quantity = out.fp32          ? ref::Quantity::lse
-                                   : out.name == "O" ? ref::Quantity::forward_output
-                                                     : ref::Quantity::gradient;
-    const double tol = ref::dtype_tolerance(bf16, quantity);
-    const bool ok = st.ok(tol);
-    j.pass = j.pass && ok;
-    j.report += out.name + ": max_rel " + std::to_string(st.max_rel) + " tol " +
-                std::to_string(tol) + (ok ? " pass\n" : " FAIL\n");
+    verdict.outputs.push_back(
+        ref::judge({out.name, out.rows, out.cols, out.ours, out.ref64, out.lowp,
+                    out.fp32 ? ref::kUnitRoundoffFp32 : ref::unit_roundoff(bf16)}));
   }
-  return j;
+  return {verdict.pass(), verdict.report()};
 }
 
 std::vector<SliceOutput> forward_outputs(const RoundedProblem& p, int b, int h,
@@ -265,4 +257,30 @@ TEST_CASE("accuracy rule: a finite LSE where the row sees no key fails", "[rule]
   const Judgement verdict = judge(outputs, true);
   INFO(verdict.report);
   CHECK_FALSE(verdict.pass);
+}
+
+TEST_CASE("accuracy rule: infinities, NaN, all-zero rows and sizes", "[rule]") {
+  const double inf = std::numeric_limits<double>::infinity();
+  const float finf = std::numeric_limits<float>::infinity();
+  // Two rows of two: row 0 exact 0 (a key nobody sees), row 1 a -inf LSE-like entry and a value.
+  const std::vector<double> ref64 = {0.0, 0.0, -inf, 1.0};
+  const std::vector<double> lowp = {0.0, 0.0, -inf, 1.0 + 0x1p-8};
+  const auto verdict = [&](std::vector<float> ours) {
+    return ref::judge({"t", 2, 2, ours, ref64, lowp, ref::kUnitRoundoffBf16});
+  };
+  CHECK(verdict({0.f, 0.f, -finf, 1.f}).pass);
+  CHECK(verdict({0.f, 0.f, -finf, 1.f + 0x1p-7f}).pass);  // 2 x lowp's error
+  CHECK_FALSE(verdict({0.f, 0.f, -finf, 1.f + 0x1p-5f}).pass);
+  CHECK_FALSE(verdict({0.f, 1.f, -finf, 1.f}).pass);  // O(1) where the exact value is 0
+  CHECK(verdict({0.f, 1e-6f, -finf, 1.f}).pass);      // fp32 noise there
+  const ref::OutputVerdict finite_lse = verdict({0.f, 0.f, 0.f, 1.f});
+  CHECK_FALSE(finite_lse.pass);
+  CHECK(finite_lse.nonfinite == 1);
+  const ref::OutputVerdict nan = verdict({std::nanf(""), 0.f, finf, 1.f});
+  CHECK_FALSE(nan.pass);
+  CHECK(nan.nonfinite == 2);
+  CHECK_THAT(nan.report(), Catch::Contains("non-finite 2") && Catch::Contains("FAIL"));
+  const std::vector<float> short_ours = {0.f, 0.f, 0.f};
+  CHECK_THROWS_WITH(ref::judge({"t", 2, 2, short_ours, ref64, lowp, ref::kUnitRoundoffBf16}),
+                    Catch::Contains("rows x cols = 4"));
 }
