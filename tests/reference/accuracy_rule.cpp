@@ -83,7 +83,8 @@ OutputVerdict judge(const RuleInput& in) {
     ref2 += ref * ref;
   }
   v.floor = kFloorUlps * kUnitRoundoffFp32 * std::max(1.0, v.max_ref);
-  v.slice_ok = v.max_err <= kLowpFactor * v.lowp_max_err + v.floor;
+  v.slice_bound = kLowpFactor * v.lowp_max_err + v.floor;
+  v.slice_ok = v.max_err <= v.slice_bound;
 
   double worst_ratio = 0;
   for (std::size_t r = 0; r < rows.size(); ++r) {
@@ -106,7 +107,9 @@ OutputVerdict judge(const RuleInput& in) {
   const double ref_norm = std::sqrt(ref2);
   v.rel_l2 = ref_norm > 0 ? err_norm / ref_norm : err_norm;
   v.lowp_rel_l2 = ref_norm > 0 ? lowp_norm / ref_norm : lowp_norm;
-  v.l2_ok = err_norm <= kLowpFactor * lowp_norm + v.floor * std::sqrt(static_cast<double>(n));
+  v.l2_err = err_norm;
+  v.l2_bound = kLowpFactor * lowp_norm + v.floor * std::sqrt(static_cast<double>(n));
+  v.l2_ok = v.l2_err <= v.l2_bound;
 
   v.pass = v.nonfinite == 0 && v.lowp_nonfinite == 0 && v.slice_ok && v.rows_ok && v.l2_ok;
   return v;

@@ -58,6 +58,7 @@ struct OutputVerdict {
   double floor = 0;    // the absolute allowance of every check
   double max_err = 0;  // max |ours - ref64|
   double lowp_max_err = 0;
+  double slice_bound = 0;  // what max_err may reach
   bool slice_ok = false;
 
   std::int64_t rows_failed = 0;
@@ -66,8 +67,9 @@ struct OutputVerdict {
   double worst_row_err = 0, worst_row_lowp_err = 0, worst_row_max_ref = 0, worst_row_bound = 0;
   bool rows_ok = false;
 
-  double rel_l2 = 0;  // ||ours - ref64|| / ||ref64|| (0 / 0 = 0)
+  double rel_l2 = 0;  // ||ours - ref64|| / ||ref64|| (||ours - ref64|| when ref64 is all 0)
   double lowp_rel_l2 = 0;
+  double l2_err = 0, l2_bound = 0;  // ||ours - ref64|| and what it may reach
   bool l2_ok = false;
 
   // One line; failing outputs add the worst row.
