@@ -113,7 +113,6 @@ class SliceBackward {
                        kv_.vt.data() + span.lo, size_t(s_.seqlen_k), width, dv_dim, dp.data(),
                        size_t(width));
     }
-    std::vector<Real> acc(static_cast<size_t>(dq_dim));
     for (int r = 0; r < rows; ++r) {
       const int i = i0 + r;
       Real* xr = x.data() + static_cast<size_t>(r) * width;
@@ -141,18 +140,30 @@ class SliceBackward {
       }
       h.lse[static_cast<size_t>(i)] = lse;
       h.delta[static_cast<size_t>(i)] = delta;
-      double* dq_row = dq + static_cast<size_t>(i) * dq_dim;
-      if (!sees_key) continue;  // dQ stays 0
-      std::fill(acc.begin(), acc.end(), Real(0));
+      // x becomes dS (rounded as the kernel rounds it), 0 where masked and in a row that sees no
+      // key (whose dQ stays 0).
       for (int w = 0; w < width; ++w) {
-        if (xr[w] == slice::kNegInf<Real>) continue;
-        const Real p = std::exp(xr[w] - lse);
-        const Real ds = arith_.round(p * (dpr[w] - delta));
-        slice::axpy(ds, kv_.k.data() + static_cast<size_t>(span.lo + w) * dq_dim, acc.data(),
-                    dq_dim);
+        xr[w] = !sees_key || xr[w] == slice::kNegInf<Real>
+                    ? Real(0)
+                    : arith_.round(std::exp(xr[w] - lse) * (dpr[w] - delta));
       }
-      for (int d = 0; d < dq_dim; ++d)
-        dq_row[d] = static_cast<double>(arith_.round(acc[d] * scale_));
+    }
+    // dQ = scale * dS K, each row summed over its keys in order; keys outermost so that a K row
+    // serves every row of the block while it is in L1.
+    std::vector<Real> acc(static_cast<size_t>(rows) * dq_dim, Real(0));
+    for (int w = 0; w < width; ++w) {
+      const Real* k_row = kv_.k.data() + static_cast<size_t>(span.lo + w) * dq_dim;
+      for (int r = 0; r < rows; ++r) {
+        const Real ds = x[static_cast<size_t>(r) * width + w];
+        if (ds != 0) slice::axpy(ds, k_row, acc.data() + static_cast<size_t>(r) * dq_dim, dq_dim);
+      }
+    }
+    for (int r = 0; r < rows; ++r) {
+      double* dq_row = dq + static_cast<size_t>(i0 + r) * dq_dim;
+      const Real* acc_r = acc.data() + static_cast<size_t>(r) * dq_dim;
+      for (int d = 0; d < dq_dim; ++d) {
+        dq_row[d] = static_cast<double>(arith_.round(acc_r[d] * scale_));
+      }
     }
   }
 
@@ -173,21 +184,36 @@ class SliceBackward {
       slice::dot_block(kv_.v.data() + static_cast<size_t>(j0) * dv_dim, size_t(dv_dim), rows,
                        h.d_ot.data() + span.lo, size_t(s_.seqlen_q), width, dv_dim, dp.data(),
                        size_t(width));
+      // x becomes P and dp dS, both rounded as the kernel rounds them; 0 where masked.
       for (int r = 0; r < rows; ++r) {
         const int j = j0 + r;
-        const Real* xr = x.data() + static_cast<size_t>(r) * width;
-        const Real* dpr = dp.data() + static_cast<size_t>(r) * width;
-        Real* acc_kr = acc_k.data() + static_cast<size_t>(r) * dq_dim;
-        Real* acc_vr = acc_v.data() + static_cast<size_t>(r) * dv_dim;
+        Real* xr = x.data() + static_cast<size_t>(r) * width;
+        Real* dpr = dp.data() + static_cast<size_t>(r) * width;
         for (int w = 0; w < width; ++w) {
           const int i = span.lo + w;
-          if (!key_visible(s_, i, j)) continue;
+          if (!key_visible(s_, i, j)) {
+            xr[w] = dpr[w] = 0;
+            continue;
+          }
           const Real p = std::exp(xr[w] * scale_ - h.lse[static_cast<size_t>(i)]);
-          const Real ds = p * (dpr[w] - h.delta[static_cast<size_t>(i)]);
-          slice::axpy(arith_.round(p), h.d_o.data() + static_cast<size_t>(i) * dv_dim, acc_vr,
-                      dv_dim);
-          slice::axpy(arith_.round(ds), h.q.data() + static_cast<size_t>(i) * dq_dim, acc_kr,
-                      dq_dim);
+          dpr[w] = arith_.round(p * (dpr[w] - h.delta[static_cast<size_t>(i)]));
+          xr[w] = arith_.round(p);
+        }
+      }
+      // dV += P^T dO and dK += dS^T Q, each key summed over the rows in order; rows outermost so
+      // that the dO and Q rows serve every key of the block while they are in L1.
+      for (int w = 0; w < width; ++w) {
+        const size_t i = static_cast<size_t>(span.lo + w);
+        const Real* do_row = h.d_o.data() + i * dv_dim;
+        const Real* q_row = h.q.data() + i * dq_dim;
+        for (int r = 0; r < rows; ++r) {
+          const Real p = x[static_cast<size_t>(r) * width + w];
+          const Real ds = dp[static_cast<size_t>(r) * width + w];
+          if (p != 0)
+            slice::axpy(p, do_row, acc_v.data() + static_cast<size_t>(r) * dv_dim, dv_dim);
+          if (ds != 0) {
+            slice::axpy(ds, q_row, acc_k.data() + static_cast<size_t>(r) * dq_dim, dq_dim);
+          }
         }
       }
     }

@@ -60,12 +60,18 @@ void forward_rows(const AttentionShape& s, const Arith& arith, typename Arith::R
       lse = m + std::log(sum);
     }
     out.lse[static_cast<size_t>(i)] = static_cast<double>(lse);
-    if (lse == slice::kNegInf<Real>) continue;  // sees no key: O stays 0
-    Real* accr = acc.data() + static_cast<size_t>(r) * dv;
+    // x becomes P, 0 where masked and in a row that sees no key (whose O stays 0).
     for (int w = 0; w < width; ++w) {
-      if (xr[w] == slice::kNegInf<Real>) continue;
-      const Real p = arith.round(std::exp(xr[w] - lse));
-      slice::axpy(p, v + static_cast<size_t>(span.lo + w) * dv, accr, dv);
+      xr[w] = xr[w] == slice::kNegInf<Real> ? Real(0) : arith.round(std::exp(xr[w] - lse));
+    }
+  }
+  // O = P V, each row summed over its keys in order. Keys outermost: a V row serves every row of
+  // the block while it is in L1.
+  for (int w = 0; w < width; ++w) {
+    const Real* v_row = v + static_cast<size_t>(span.lo + w) * dv;
+    for (int r = 0; r < rows; ++r) {
+      const Real p = x[static_cast<size_t>(r) * width + w];
+      if (p != 0) slice::axpy(p, v_row, acc.data() + static_cast<size_t>(r) * dv, dv);
     }
   }
   for (int r = 0; r < rows; ++r) {
