@@ -202,6 +202,7 @@ BackwardRepro verify_backward(const AttentionCase& c, KernelImpl impl, bool dete
 BackwardRepro check_backward(const AttentionCase& c, KernelImpl impl, bool deterministic,
                              std::uint32_t seed, int runs) {
   const BackwardRepro r = verify_backward(c, impl, deterministic, seed, runs);
+  detail::print_report(r.check);
   INFO(r.check.report);
   INFO("max |ddQ| " << r.max_diff[0] << " |ddK| " << r.max_diff[1] << " |ddV| " << r.max_diff[2]
                     << " over " << runs << " runs");

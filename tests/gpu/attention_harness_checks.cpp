@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <random>
 #include <span>
 
@@ -123,6 +124,11 @@ CheckResult Judgement::result(const std::string& summary) const {
   return r;
 }
 
+void print_report(const CheckResult& r) {
+  const char* flag = std::getenv("FMHA_JIT_TEST_RULE_REPORT");
+  if (flag != nullptr && std::string(flag) == "1") std::printf("%s", r.report.c_str());
+}
+
 }  // namespace detail
 
 namespace {
@@ -209,6 +215,7 @@ CheckResult verify_forward(const AttentionCase& c, KernelImpl impl, std::uint32_
 
 void check_forward(const AttentionCase& c, KernelImpl impl, std::uint32_t seed) {
   const CheckResult r = verify_forward(c, impl, seed);
+  detail::print_report(r);
   INFO(r.report);
   CHECK(r.pass);
 }

@@ -66,6 +66,9 @@ class Judgement {
   double worst_slice_ = 0, worst_row_ = 0, worst_l2_ = 0;
 };
 
+// Prints the report when FMHA_JIT_TEST_RULE_REPORT=1 (attention_harness.hpp).
+void print_report(const CheckResult& r);
+
 // The unit roundoff of an output stored in the case's dtype.
 inline double dtype_unit_roundoff(const AttentionCase& c) {
   return ref::unit_roundoff(c.dtype == DType::bf16);
