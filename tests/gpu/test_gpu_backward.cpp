@@ -1,9 +1,13 @@
-// The tensor-core backward (impl mma_sm80) on the GPU against the references, in both dQ modes,
-// for every variant at odd sizes; the deterministic mode must be bit-identical from run to run,
-// and the run-to-run variation of the default (atomic) mode is measured and printed.
+// The tensor-core backward (impl mma_sm80) on the GPU, judged run by run by the accuracy rule
+// against the CPU references, in both dQ modes, for every variant at odd sizes, padded and
+// transposed strides; the deterministic mode must be bit-identical from run to run, and the
+// run-to-run variation of the default (atomic) mode is measured and printed. A fault applied to a
+// real kernel's output must fail.
 #include <catch2/catch.hpp>
 
 #include <cstdio>
+#include <string>
+#include <vector>
 
 #include "fmha_jit/dispatcher.hpp"
 #include "gpu/attention_harness.hpp"
@@ -74,8 +78,8 @@ TEST_CASE("gpu bwd: deterministic mode is bit-exact over 10 runs at seqlen 4097"
 
 TEST_CASE("gpu bwd: the atomic mode's run-to-run variation, measured", "[gpu]") {
   // Atomic fp32 additions land in scheduling order, so dQ may differ between runs in its last
-  // bits (dK and dV never: each key tile is owned by one CTA). Reported, and bounded by the
-  // accuracy tolerance that check_backward already applied to every run.
+  // bits (dK and dV never: each key tile is owned by one CTA). Reported; check_backward judged
+  // every run against the references.
   std::uint32_t seed = 31000;
   bool any_variation = false;
   for (auto [hq, hv] : std::vector<std::pair<int, int>>{{64, 64}, {128, 128}}) {
@@ -111,6 +115,50 @@ TEST_CASE("gpu bwd: the tiles of sm_80 and the 99 KB archs, run on this GPU", "[
         test::check_backward(c, KernelImpl::mma_sm80, det, seed++);
       }
     }
+  }
+}
+
+TEST_CASE("gpu bwd: padded and transposed strides under causal masks, hdim 64 and 128", "[gpu]") {
+  std::uint32_t seed = 34000;
+  for (int hdim : {64, 128}) {
+    for (Layout layout : {Layout::bshd, Layout::bhsd}) {
+      for (test::Storage storage : {test::Storage::padded, test::Storage::transposed}) {
+        for (bool det : {false, true}) {
+          AttentionCase c{DType::bf16, hdim, hdim,  MaskKind::causal_top_left, 2, 4, 2,
+                          300,         333,  layout};
+          if (storage == test::Storage::transposed) c.mask = MaskKind::causal_bottom_right;
+          if (layout == Layout::bhsd) c.dtype = DType::fp16;
+          c.storage = storage;
+          test::check_backward(c, KernelImpl::mma_sm80, det, seed++);
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("gpu bwd: zeroed dK rows of a long causal backward fail the accuracy rule", "[gpu]") {
+  // A real bf16 causal backward at 4097 keys whose last 10 % of dK rows, in every kv head, are
+  // zeroed on the device: small next to the first keys' gradients, so a tolerance on the whole
+  // tensor's maximum lets them through. The check must fail, on dK alone.
+  std::vector<KernelImpl> impls = {KernelImpl::mma_sm80};
+  if (detect_gpu_arch() == "sm_90") impls.push_back(KernelImpl::wgmma_sm90a);
+  for (KernelImpl impl : impls) {
+    const AttentionCase c{DType::bf16, 128,  128,         MaskKind::causal_top_left, 1, 4, 2,
+                          4097,        4097, Layout::bshd};
+    const test::TensorGeometry gk = test::geometry(c, test::Operand::k);
+    const auto zero_last_keys = [&](test::BackwardRun& run) {
+      std::vector<std::uint16_t> bits = test::download_bits(run.dk, gk.storage());
+      for (int hk = 0; hk < c.nhead_k; ++hk) {
+        for (int key = c.seqlen_k - c.seqlen_k / 10; key < c.seqlen_k; ++key) {
+          std::fill_n(bits.begin() + gk.offset(0, hk, key), gk.hdim, std::uint16_t{0});
+        }
+      }
+      test::upload_bits(run.dk, bits);
+    };
+    const test::BackwardRepro r = test::verify_backward(c, impl, false, 60000, 1, zero_last_keys);
+    INFO(to_string(impl) << "\n" << r.check.report);
+    CHECK_FALSE(r.check.pass);
+    CHECK(r.check.failed == std::vector<std::string>{"dK"});
   }
 }
 

@@ -1,7 +1,8 @@
-// The Hopper backward (impl wgmma_sm90a) on the GPU against the references, in both dQ modes:
-// every dtype, head dim and mask at odd sizes (partial key and query tiles, zero-filled TMA
-// boxes, dQ reduce-adds clipped at seqlen_q), GQA and bshd strides through the tensor maps, the
-// deterministic mode bit-exact over 10 runs, and what `auto` picks on this GPU.
+// The Hopper backward (impl wgmma_sm90a) on the GPU, judged run by run by the accuracy rule
+// against the CPU references, in both dQ modes: every dtype, head dim and mask at odd sizes
+// (partial key and query tiles, zero-filled TMA boxes, dQ reduce-adds clipped at seqlen_q), GQA,
+// bshd, padded and transposed strides through the tensor maps, the deterministic mode bit-exact
+// over 10 runs, and what `auto` picks on this GPU.
 #include <catch2/catch.hpp>
 
 #include <cstdio>
@@ -11,7 +12,6 @@
 #include "dispatcher/plan.hpp"
 #include "fmha_jit/dispatcher.hpp"
 #include "gpu/attention_harness.hpp"
-#include "reference/cpu_reference.hpp"
 #include "support/test_support.hpp"
 
 using namespace fmha_jit;
@@ -119,11 +119,9 @@ TEST_CASE("gpu sm90a bwd: the split last wave of key tiles matches the reference
     const auto split = dispatch::bwd_split_tail(test::canonical_config_of(a, Family::bwd),
                                                 test::problem_of(a), sms);
     REQUIRE(split.tiles > 0);
+    // Every run is judged against the references inside; the run-to-run differences of dK / dV
+    // (parts added in any order) are reported.
     const auto r = test::check_backward(a, KernelImpl::wgmma_sm90a, false, seed++, 3);
-    const double tol =
-        reference::dtype_tolerance(a.dtype == DType::bf16, reference::Quantity::gradient);
-    CHECK(r.max_diff[1] <= tol);
-    CHECK(r.max_diff[2] <= tol);
     std::printf("sm90a bwd %s: %d tiles split in %d parts, run-to-run |ddK| %g |ddV| %g\n",
                 test::describe(a).c_str(), split.tiles, split.parts, r.max_diff[1], r.max_diff[2]);
   };
@@ -149,14 +147,12 @@ TEST_CASE("gpu sm90a bwd: causal launches in sections of several pairs match the
     const auto sections = dispatch::bwd_causal_sections(test::canonical_config_of(a, Family::bwd),
                                                         test::problem_of(a), sms);
     REQUIRE(sections.section_pairs >= 2);
-    // Against the reference inside; twice, and the runs may differ only by the order of the
-    // atomic additions.
+    // Twice, each run judged against the references inside (the runs may differ only by the
+    // order of the atomic additions).
     const auto r = test::check_backward(a, KernelImpl::wgmma_sm90a, false, seed++, 2);
-    const double tol =
-        reference::dtype_tolerance(a.dtype == DType::bf16, reference::Quantity::gradient);
-    for (double d : r.max_diff) CHECK(d <= tol);
-    std::printf("sm90a bwd %s: sections of %d pairs\n", test::describe(a).c_str(),
-                sections.section_pairs);
+    std::printf("sm90a bwd %s: sections of %d pairs, run-to-run |ddQ| %g |ddK| %g |ddV| %g\n",
+                test::describe(a).c_str(), sections.section_pairs, r.max_diff[0], r.max_diff[1],
+                r.max_diff[2]);
   };
   // hdim 256 (64-key tiles), bottom-right, 1500 queries and 1900 keys: 2 x 4 pairs of 30 tiles
   // (sections of 4 on 132 SMs).
@@ -165,6 +161,28 @@ TEST_CASE("gpu sm90a bwd: causal launches in sections of several pairs match the
   check({DType::fp16, 128, 128, MaskKind::causal_top_left, 2, 10, 5, 3000, 3000, Layout::bshd});
   // hdim 64 (128-row query tiles), GQA 2:1, 5 x 3 pairs (sections of 4, the last of 3).
   check({DType::bf16, 64, 64, MaskKind::causal_top_left, 5, 6, 3, 3000, 3000, Layout::bhsd});
+}
+
+TEST_CASE("gpu sm90a bwd: padded and transposed strides under causal masks, hdim 64 and 128",
+          "[gpu]") {
+  // The tensor maps (Q, K, V, dO) and the dQ / dK / dV stores take the strides as given: padded
+  // rows or heads that must stay untouched, and bhsd data described as a bshd problem's strides.
+  if (!test::on_hopper()) return;
+  std::uint32_t seed = 52000;
+  for (int hdim : {64, 128}) {
+    for (Layout layout : {Layout::bshd, Layout::bhsd}) {
+      for (test::Storage storage : {test::Storage::padded, test::Storage::transposed}) {
+        for (bool det : {false, true}) {
+          AttentionCase c{DType::bf16, hdim, hdim,  MaskKind::causal_top_left, 2, 4, 2,
+                          300,         333,  layout};
+          if (storage == test::Storage::transposed) c.mask = MaskKind::causal_bottom_right;
+          if (layout == Layout::bhsd) c.dtype = DType::fp16;
+          c.storage = storage;
+          test::check_backward(c, KernelImpl::wgmma_sm90a, det, seed++);
+        }
+      }
+    }
+  }
 }
 
 TEST_CASE("gpu sm90a bwd: auto picks wgmma_sm90a on this GPU and falls back where it must",

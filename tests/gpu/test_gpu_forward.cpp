@@ -1,6 +1,11 @@
-// The tensor-core forward (impl mma_sm80) on the GPU against the references, for every variant at
-// odd sizes; outputs are NaN-filled before each run and must be fully written.
+// The tensor-core forward (impl mma_sm80) on the GPU, judged by the accuracy rule against the CPU
+// references, for every variant at odd sizes, padded and transposed strides; outputs are
+// NaN-filled before each run and must be fully written. A fault applied to a real kernel's output
+// must fail.
 #include <catch2/catch.hpp>
+
+#include <string>
+#include <vector>
 
 #include "fmha_jit/dispatcher.hpp"
 #include "gpu/attention_harness.hpp"
@@ -45,6 +50,8 @@ TEST_CASE("gpu fwd: seqlen 1 and 1000, GQA 8:1, bshd, batch 1-3, no LSE", "[gpu]
 }
 
 TEST_CASE("gpu fwd: seqlen 4097 against the GPU reference kernel", "[gpu]") {
+  // (The name is historical: these long cases are judged on sampled slices against the CPU
+  // references, like every other case.)
   std::uint32_t seed = 9000;
   for (auto [hq, hv] :
        std::vector<std::pair<int, int>>{{64, 64}, {128, 128}, {256, 256}, {192, 128}}) {
@@ -79,6 +86,51 @@ TEST_CASE("gpu fwd: the tiles of sm_80 and the 99 KB archs, run on this GPU", "[
       c.num_stages = t.stages;
       test::check_forward(c, KernelImpl::mma_sm80, seed++);
     }
+  }
+}
+
+TEST_CASE("gpu fwd: padded and transposed strides under causal masks, hdim 64 and 128", "[gpu]") {
+  std::uint32_t seed = 14000;
+  for (int hdim : {64, 128}) {
+    for (Layout layout : {Layout::bshd, Layout::bhsd}) {
+      for (test::Storage storage : {test::Storage::padded, test::Storage::transposed}) {
+        AttentionCase c{DType::bf16, hdim, hdim,  MaskKind::causal_top_left, 2, 4, 2,
+                        300,         333,  layout};
+        if (storage == test::Storage::transposed) c.mask = MaskKind::causal_bottom_right;
+        if (layout == Layout::bhsd) c.dtype = DType::fp16;
+        c.storage = storage;
+        test::check_forward(c, KernelImpl::mma_sm80, seed++);
+      }
+    }
+  }
+}
+
+TEST_CASE("gpu fwd: a query tile computed without the mask fails the accuracy rule", "[gpu]") {
+  // A real causal forward whose O rows 64-127 of the last (batch, head), a slice every check
+  // judges, are replaced on the device by the unmasked kernel's rows: "the mask dropped on one
+  // tile". The check must fail, on O alone.
+  std::vector<KernelImpl> impls = {KernelImpl::mma_sm80};
+  if (detect_gpu_arch() == "sm_90") impls.push_back(KernelImpl::wgmma_sm90a);
+  for (KernelImpl impl : impls) {
+    const AttentionCase c{DType::bf16, 128,  128,         MaskKind::causal_top_left, 2, 4, 2,
+                          1000,        1000, Layout::bshd};
+    AttentionCase unmasked = c;
+    unmasked.mask = MaskKind::none;
+    const test::TensorGeometry go = test::geometry(c, test::Operand::o);
+    const auto drop_mask = [&](test::ForwardRun& run) {
+      const test::ForwardBuffers plain = test::run_forward(unmasked, run.impl, run.q, run.k, run.v);
+      std::vector<std::uint16_t> bits = test::download_bits(run.out.o, go.storage());
+      const std::vector<std::uint16_t> plain_bits = test::download_bits(plain.o, go.storage());
+      for (int row = 64; row < 128; ++row) {
+        const auto at = go.offset(c.batch - 1, c.nhead_q - 1, row);
+        std::copy_n(plain_bits.begin() + at, go.hdim, bits.begin() + at);
+      }
+      test::upload_bits(run.out.o, bits);
+    };
+    const test::CheckResult r = test::verify_forward(c, impl, 61000, drop_mask);
+    INFO(to_string(impl) << "\n" << r.report);
+    CHECK_FALSE(r.pass);
+    CHECK(r.failed == std::vector<std::string>{"O"});
   }
 }
 

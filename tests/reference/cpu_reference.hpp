@@ -1,12 +1,8 @@
 // CPU reference for fused multi-head attention, forward and backward, accumulated in fp64.
 //
-// Tensors are addressed exactly as the kernels address them (templates/common/fmha_params.h):
-// element (b, h, s, d) lives at data + b * batch + h * head + s * row + d, strides in elements, the
-// head dimension contiguous. Any layout (BHSD, BSHD, padded rows, views into packed QKV) is
-// therefore expressed through Strides alone.
-//
-// Masks come from templates/common/mask.h (fmha_visible_keys), the very function the kernels use,
-// so the reference and the kernels cannot disagree on which keys a row sees.
+// Shapes, strides and views: shape.hpp. Masks: masks.hpp, written from their definitions and
+// sharing no code with the kernels. Per-slice exact and kernel-like references for the GPU tests:
+// slice_reference.hpp; the accuracy rule that judges a kernel by them: accuracy_rule.hpp.
 //
 // Inputs are float: the caller rounds them to the kernel's dtype first (round_to_dtype) so the
 // reference sees the same values as the kernel. A double entry point of every routine exists for
@@ -20,63 +16,10 @@
 #include <cstdint>
 #include <vector>
 
-#include "common/mask.h"
+#include "masks.hpp"
+#include "shape.hpp"
 
 namespace fmha_jit::reference {
-
-// ---------------------------------------------------------------------------------------------
-// Shapes and layouts
-
-struct Strides {
-  int64_t batch = 0;
-  int64_t head = 0;
-  int64_t row = 0;
-};
-
-// Dense layouts of a (B, H, S, D) tensor.
-enum class Layout {
-  bhsd,  // [B, H, S, D]: heads outermost after batch
-  bshd,  // [B, S, H, D]: the usual PyTorch/FlashAttention activation layout
-};
-
-Strides dense_strides(Layout layout, int nhead, int seqlen, int hdim);
-// Elements of a dense (B, H, S, D) tensor, either layout.
-size_t dense_size(int batch, int nhead, int seqlen, int hdim);
-
-struct AttentionShape {
-  int batch = 1;
-  int nhead_q = 1;
-  int nhead_k = 1;  // nhead_q % nhead_k == 0; query head h reads kv head h / (nhead_q / nhead_k)
-  int seqlen_q = 1;
-  int seqlen_k = 1;
-  int hdim_q = 1;                  // head dim of Q and K
-  int hdim_v = 1;                  // head dim of V and O
-  int mask_kind = FMHA_MASK_NONE;  // FmhaMaskKind
-  int window_left = -1;            // sliding window only; -1 = unbounded
-  int window_right = -1;           // sliding window only; -1 = unbounded
-  double scale = 1.0;              // softmax scale applied to Q K^T
-};
-
-// Throws std::invalid_argument naming the offending field (non-positive sizes, nhead_q not a
-// multiple of nhead_k, unknown mask kind).
-void validate(const AttentionShape& shape);
-
-template <typename T>
-struct BasicTensorView {
-  const T* data = nullptr;
-  Strides strides;
-};
-
-template <typename T>
-struct BasicMutableTensorView {
-  T* data = nullptr;
-  Strides strides;
-};
-
-using TensorView = BasicTensorView<float>;
-using MutableTensorView = BasicMutableTensorView<float>;
-using TensorViewF64 = BasicTensorView<double>;
-using MutableTensorViewF64 = BasicMutableTensorView<double>;
 
 // ---------------------------------------------------------------------------------------------
 // Attention

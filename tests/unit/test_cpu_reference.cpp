@@ -1,5 +1,6 @@
-// Unit tests of the CPU attention reference: gradients against finite differences, masks against
-// an independent full-matrix computation, LSE and softmax normalisation, rounding, comparison.
+// Unit tests of the CPU attention reference: its masks against the kernels' (the one place the two
+// definitions meet), gradients against finite differences, the forward against a full-matrix
+// computation, LSE and softmax normalisation, rounding, comparison.
 #include <bit>
 #include <catch2/catch.hpp>
 #include <cmath>
@@ -10,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "common/mask.h"
+#include "fmha_jit/config.hpp"
 #include "reference/cpu_reference.hpp"
 
 namespace ref = fmha_jit::reference;
@@ -111,32 +114,19 @@ void check_fd(Problem& p, std::vector<double>& x, const std::vector<double>& ana
   CHECK(max_err <= 1e-6 * std::max(1.0, max_grad));
 }
 
-// Visibility written out from the mask.h comments, independently of fmha_visible_keys.
-bool visible(const AttentionShape& s, int i, int j) {
-  const int diag = i + s.seqlen_k - s.seqlen_q;
-  switch (s.mask_kind) {
-    case FMHA_MASK_CAUSAL_TOP_LEFT: return j <= i;
-    case FMHA_MASK_CAUSAL_BOTTOM_RIGHT: return j <= diag;
-    case FMHA_MASK_SLIDING_WINDOW:
-      return (s.window_left < 0 || j >= diag - s.window_left) &&
-             (s.window_right < 0 || j <= diag + s.window_right);
-    default: return true;
-  }
-}
-
 struct MaskCase {
   const char* name;
   int kind, left, right;
 };
 
 const MaskCase kMasks[] = {
-    {"none", FMHA_MASK_NONE, -1, -1},
-    {"causal top-left", FMHA_MASK_CAUSAL_TOP_LEFT, -1, -1},
-    {"causal bottom-right", FMHA_MASK_CAUSAL_BOTTOM_RIGHT, -1, -1},
-    {"window 1,0", FMHA_MASK_SLIDING_WINDOW, 1, 0},
-    {"window -1,1", FMHA_MASK_SLIDING_WINDOW, -1, 1},
-    {"window 0,0", FMHA_MASK_SLIDING_WINDOW, 0, 0},
-    {"window 2,-1", FMHA_MASK_SLIDING_WINDOW, 2, -1},
+    {"none", ref::kMaskNone, -1, -1},
+    {"causal top-left", ref::kMaskCausalTopLeft, -1, -1},
+    {"causal bottom-right", ref::kMaskCausalBottomRight, -1, -1},
+    {"window 1,0", ref::kMaskSlidingWindow, 1, 0},
+    {"window -1,1", ref::kMaskSlidingWindow, -1, 1},
+    {"window 0,0", ref::kMaskSlidingWindow, 0, 0},
+    {"window 2,-1", ref::kMaskSlidingWindow, 2, -1},
 };
 
 AttentionShape small_shape(const MaskCase& m, int sq, int sk) {
@@ -157,6 +147,91 @@ AttentionShape small_shape(const MaskCase& m, int sq, int sk) {
 
 }  // namespace
 
+// The reference's masks (masks.hpp, from the definitions) against the kernels' (common/mask.h, key
+// ranges): the same keys for every row, on every kind and many shapes, including Sq != Sk, windows
+// wider than the sequence, one-sided and empty windows, rows that see nothing.
+TEST_CASE("the reference's masks agree with the kernels' on many shapes", "[reference][mask]") {
+  static_assert(ref::kMaskNone == FMHA_MASK_NONE &&
+                static_cast<int>(fmha_jit::MaskKind::none) == ref::kMaskNone);
+  static_assert(ref::kMaskCausalTopLeft == FMHA_MASK_CAUSAL_TOP_LEFT &&
+                static_cast<int>(fmha_jit::MaskKind::causal_top_left) == ref::kMaskCausalTopLeft);
+  static_assert(ref::kMaskCausalBottomRight == FMHA_MASK_CAUSAL_BOTTOM_RIGHT &&
+                static_cast<int>(fmha_jit::MaskKind::causal_bottom_right) ==
+                    ref::kMaskCausalBottomRight);
+  static_assert(ref::kMaskSlidingWindow == FMHA_MASK_SLIDING_WINDOW &&
+                static_cast<int>(fmha_jit::MaskKind::sliding_window) == ref::kMaskSlidingWindow);
+  const int lengths[] = {1, 2, 3, 7, 16, 17, 64, 65, 130};
+  const int windows[] = {-1, 0, 1, 2, 5, 63, 64, 200, std::numeric_limits<int>::max()};
+  int64_t compared = 0, visible = 0, mismatches = 0;
+  for (int kind = ref::kMaskNone; kind <= ref::kMaskSlidingWindow; ++kind) {
+    const bool window = kind == ref::kMaskSlidingWindow;
+    for (int sq : lengths) {
+      for (int sk : lengths) {
+        for (int left : window ? std::vector<int>(std::begin(windows), std::end(windows))
+                               : std::vector<int>{-1}) {
+          for (int right : window ? std::vector<int>(std::begin(windows), std::end(windows))
+                                  : std::vector<int>{-1}) {
+            AttentionShape s;
+            s.seqlen_q = sq;
+            s.seqlen_k = sk;
+            s.mask_kind = kind;
+            s.window_left = left;
+            s.window_right = right;
+            for (int i = 0; i < sq; ++i) {
+              const FmhaKeyRange kernel = fmha_visible_keys(kind, i, sq, sk, left, right);
+              const ref::IndexSpan span = ref::visible_key_span(s, i);
+              const bool kernel_empty = kernel.lo >= kernel.hi;
+              if (span.empty() != kernel_empty ||
+                  (!kernel_empty && (span.lo != kernel.lo || span.hi != kernel.hi))) {
+                if (mismatches++ < 5) {
+                  FAIL_CHECK("kind " << kind << " Sq " << sq << " Sk " << sk << " window " << left
+                                     << "," << right << " row " << i);
+                }
+              }
+              for (int j = 0; j < sk; ++j) {
+                const bool mine = ref::key_visible(s, i, j);
+                ++compared;
+                visible += mine ? 1 : 0;
+                if (mine != (j >= kernel.lo && j < kernel.hi) && mismatches++ < 5) {
+                  FAIL_CHECK("kind " << kind << " Sq " << sq << " Sk " << sk << " window " << left
+                                     << "," << right << " row " << i << " key " << j);
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  CHECK(mismatches == 0);
+  CHECK(compared > 1000000);
+  CHECK(visible > 0);
+  CHECK(visible < compared);
+}
+
+TEST_CASE("visible_query_span bounds the rows that see a key", "[reference][mask]") {
+  for (int kind = ref::kMaskNone; kind <= ref::kMaskSlidingWindow; ++kind) {
+    for (auto [sq, sk] : {std::pair{7, 13}, std::pair{13, 7}, std::pair{9, 9}}) {
+      AttentionShape s;
+      s.seqlen_q = sq;
+      s.seqlen_k = sk;
+      s.mask_kind = kind;
+      if (kind == ref::kMaskSlidingWindow) s.window_left = 2, s.window_right = 1;
+      for (int j = 0; j < sk; ++j) {
+        const ref::IndexSpan span = ref::visible_query_span(s, j);
+        for (int i = 0; i < sq; ++i) {
+          INFO("kind " << kind << " Sq " << sq << " Sk " << sk << " row " << i << " key " << j);
+          if (ref::key_visible(s, i, j)) CHECK((i >= span.lo && i < span.hi));
+        }
+        if (!span.empty()) {
+          CHECK(ref::key_visible(s, span.lo, j));
+          CHECK(ref::key_visible(s, span.hi - 1, j));
+        }
+      }
+    }
+  }
+}
+
 TEST_CASE("backward matches finite differences of sum(O * dO)", "[reference]") {
   for (const MaskCase& m : kMasks) {
     for (auto [sq, sk] : {std::pair{3, 5}, std::pair{5, 3}}) {
@@ -166,7 +241,7 @@ TEST_CASE("backward matches finite differences of sum(O * dO)", "[reference]") {
         Problem p = make_problem(small_shape(m, sq, sk), layout, 1234u + sq);
         const ForwardOut f = forward(p);
         const Grads g = backward(p, f, /*pass_lse=*/true);
-        const bool one_key = m.kind == FMHA_MASK_SLIDING_WINDOW && m.left == 0 && m.right == 0;
+        const bool one_key = m.kind == ref::kMaskSlidingWindow && m.left == 0 && m.right == 0;
         check_fd(p, p.q, g.dq, "dq", !one_key);
         check_fd(p, p.k, g.dk, "dk", !one_key);
         check_fd(p, p.v, g.dv, "dv");
@@ -196,7 +271,7 @@ TEST_CASE("forward matches a full-matrix computation with independent masks", "[
             double denom = 0;
             std::vector<double> num(s.hdim_v, 0.0);
             for (int j = 0; j < sk; ++j) {
-              if (!visible(s, i, j)) continue;
+              if (!ref::key_visible(s, i, j)) continue;
               double dotp = 0;
               for (int d = 0; d < s.hdim_q; ++d) {
                 dotp += p.q[b * qs.batch + h * qs.head + i * qs.row + d] *
@@ -370,7 +445,12 @@ TEST_CASE("validate rejects bad shapes", "[reference]") {
   CHECK_THROWS_AS(ref::validate(s), std::invalid_argument);
   s = AttentionShape{};
   s.mask_kind = 7;
-  CHECK_THROWS_AS(ref::validate(s), std::invalid_argument);
+  CHECK_THROWS_WITH(ref::validate(s), Catch::Contains("mask_kind = 7"));
+  s = AttentionShape{};
+  s.mask_kind = ref::kMaskSlidingWindow;
+  s.window_right = -2;
+  CHECK_THROWS_WITH(ref::validate(s), Catch::Contains("window_right = -2") &&
+                                          Catch::Contains("-1 (unbounded) or >= 0"));
 }
 
 TEST_CASE("dense_strides", "[reference]") {
