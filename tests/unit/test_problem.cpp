@@ -1,10 +1,11 @@
-// FmhaProblem on the host: the dense strides of both layouts.
+// FmhaProblem on the host: the dense strides of both layouts and the strides the gradients take.
 #include <catch2/catch.hpp>
 
 #include <cstdint>
 #include <vector>
 
 #include "fmha_jit/problem.hpp"
+#include "support/test_support.hpp"
 
 using namespace fmha_jit;
 
@@ -52,4 +53,30 @@ TEST_CASE("problem: dense strides of the two layouts differ where heads and rows
           "[problem]") {
   CHECK(dense_strides(Layout::bhsd, 3, 5, 4) == TensorStrides{60, 20, 4});
   CHECK(dense_strides(Layout::bshd, 3, 5, 4) == TensorStrides{60, 4, 12});
+}
+
+TEST_CASE("problem: gradient strides follow O, Q, K and V unless given", "[problem]") {
+  FmhaProblem p = test::sized_problem(2, 4, 2, 100, 70, 64);
+  p.hdim_v = 32;
+  p.layout = Layout::bshd;
+  CHECK(p.do_stride() == p.o_stride());
+  CHECK(p.dq_stride() == p.q_stride());
+  CHECK(p.dk_stride() == p.k_stride());
+  CHECK(p.dv_stride() == p.v_stride());
+  // Explicit input strides carry over to the gradients that follow them.
+  p.q_strides = TensorStrides{100000, 80, 640};
+  p.o_strides = TensorStrides{50000, 40, 320};
+  CHECK(p.dq_stride() == *p.q_strides);
+  CHECK(p.do_stride() == *p.o_strides);
+  // A gradient's own strides win over those of the tensor it follows.
+  p.dq_strides = TensorStrides{1 << 20, 64 * 100, 64};
+  p.do_strides = TensorStrides{1 << 19, 32, 128};
+  p.dk_strides = TensorStrides{1 << 18, 64, 128};
+  p.dv_strides = TensorStrides{1 << 17, 32, 64};
+  CHECK(p.dq_stride() == *p.dq_strides);
+  CHECK(p.do_stride() == *p.do_strides);
+  CHECK(p.dk_stride() == *p.dk_strides);
+  CHECK(p.dv_stride() == *p.dv_strides);
+  CHECK(p.q_stride() == *p.q_strides);  // the inputs keep theirs
+  CHECK(p.o_stride() == *p.o_strides);
 }
