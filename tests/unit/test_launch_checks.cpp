@@ -173,3 +173,24 @@ TEST_CASE("launch checks: dQ, dK, dV and dO strides of their own reach the kerne
   CHECK(follows.dq_strides == FmhaStrides{4 * 16 * 72, 16 * 72, 72});
   CHECK(follows.do_strides == FmhaStrides{16 * 4 * 64, 64, 4 * 64});
 }
+
+TEST_CASE("launch checks: an LSE pointer for a kernel built without the LSE store is refused",
+          "[launch]") {
+  FmhaKernelConfig c = test::small_config(Family::fwd);
+  c.lse = false;
+  c = canonicalize(c);
+  const FmhaProblem p = small_problem();
+  FwdTensors t = test::placeholder_fwd_tensors();
+  REQUIRE(t.lse != nullptr);
+  const FieldError e = field_error([&] { dispatch::make_fwd_params(c, p, t); });
+  CHECK(e.code() == ErrorCode::invalid_argument);
+  CHECK(e.field() == "lse");
+  CHECK_THAT(e.accepted(), Catch::Contains("null") && Catch::Contains("lse = false"));
+  // Without a pointer the call is fine; with the LSE store a null pointer skips it.
+  t.lse = nullptr;
+  CHECK(dispatch::make_fwd_params(c, p, t).lse == nullptr);
+  c.lse = true;
+  CHECK(dispatch::make_fwd_params(c, p, t).lse == nullptr);
+  t.lse = test::placeholder_fwd_tensors().lse;
+  CHECK(dispatch::make_fwd_params(c, p, t).lse == t.lse);
+}
