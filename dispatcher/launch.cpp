@@ -172,8 +172,15 @@ void check_problem(const FmhaKernelConfig& c, const FmhaProblem& p) {
 
 FmhaFwdParams make_fwd_params(const FmhaKernelConfig& c, const FmhaProblem& p,
                               const FwdTensors& t) {
+  // A kernel built without the LSE store would leave the caller's buffer unwritten.
+  if (t.lse && !c.lse) {
+    throw FieldError(ErrorCode::invalid_argument, "lse",
+                     std::to_string(reinterpret_cast<std::uintptr_t>(t.lse)),
+                     "null (the kernel's config has lse = false, so it writes no LSE; set up a "
+                     "config with lse = true to get one)");
+  }
   FmhaFwdParams params = forward_tensor_params(c, p, t);
-  params.lse = c.lse ? t.lse : nullptr;
+  params.lse = t.lse;
   check_output_strides("o", p.o_stride(), p.batch, p.nhead_q, p.seqlen_q, p.hdim_v);
   return params;
 }

@@ -35,8 +35,8 @@ struct SetupOptions {
   bool load = true;
 };
 
-// Device pointers of a forward call. Tensors follow the problem's strides; lse may be null when the
-// kernel writes no LSE.
+// Device pointers of a forward call. Tensors follow the problem's strides. lse may be null (no LSE
+// wanted); it must be null when the config has lse = false (the kernel writes no LSE).
 struct FwdTensors {
   const void* q = nullptr;
   const void* k = nullptr;
