@@ -110,3 +110,50 @@ TEST_CASE("cli misuse: prebuild fails for a file with nothing to build; skipped 
   CHECK(r.status == 0);
   CHECK_THAT(r.output, Catch::Contains("\"skipped\": 1"));
 }
+
+TEST_CASE("cli misuse: an environment variable with a value not accepted fails every command",
+          "[cli]") {
+  test::TempDir tmp;
+  const auto file = tmp.path() / "one.json";
+  std::ofstream(file) << R"({"family": "fwd", "impl": "reference", "arch": "sm_90"})";
+  struct Case {
+    std::string variable, value;
+    std::string accepted;  // a fragment of what the message says is accepted
+  };
+  const std::vector<Case> cases = {
+      {"FMHA_JIT_LOCK_TIMEOUT_MS", "abc", "non-negative integer"},
+      {"FMHA_JIT_LOCK_TIMEOUT_MS", "-5", "non-negative integer"},
+      {"FMHA_JIT_LOCK_TIMEOUT_MS", "100ms", "non-negative integer"},
+      {"FMHA_JIT_LOCK_TIMEOUT_MS", "99999999999999999999999", "at most"},
+      {"FMHA_JIT_CACHE_MAX_BYTES", "garbage", "non-negative integer"},
+      {"FMHA_JIT_CACHE_MAX_BYTES", "1e9", "non-negative integer"},
+      {"FMHA_JIT_CACHE_MAX_BYTES", "18446744073709551616", "at most"},
+      {"FMHA_JIT_DEVICE", "gpu", "none, cuda, hip"},
+      {"FMHA_JIT_DEVICE", "CUDA", "none, cuda, hip"},
+      {"FMHA_JIT_LINEINFO", "yes", "0, 1"},
+      {"FMHA_JIT_LINEINFO", "2", "0, 1"},
+      {"FMHA_JIT_ARCH", "sm_75", "sm_80"},
+      {"FMHA_JIT_ARCH", "SM_90", "sm_90a"},
+  };
+  // arch seeks the GPU, list only reads the cache, a dry run keys a config.
+  const std::vector<std::string> commands = {"arch", "list",
+                                             "prebuild --dry-run '" + file.string() + "'"};
+  for (const auto& c : cases) {
+    for (const auto& command : commands) {
+      INFO(c.variable << "=" << c.value << " fmha-jit " << command);
+      const auto r =
+          test::run_command(c.variable + "='" + c.value + "' " + FMHA_JIT_CLI + " --cache-dir '" +
+                            (tmp.path() / "cache").string() + "' " + command + " 2>&1");
+      INFO(r.output);
+      CHECK(r.status == 1);
+      CHECK_THAT(r.output, Catch::Contains("error: " + c.variable + " = " + c.value) &&
+                               Catch::Contains(c.accepted));
+      CHECK_THAT(r.output, !Catch::Contains("terminate called"));
+    }
+  }
+  // Set but empty is the shell's way of unsetting: the default applies.
+  const auto r = test::run_command(
+      "FMHA_JIT_LOCK_TIMEOUT_MS= FMHA_JIT_ARCH= " + std::string(FMHA_JIT_CLI) + " arch 2>&1");
+  INFO(r.output);
+  CHECK(r.status == 0);
+}
