@@ -34,7 +34,12 @@ int main() {
   config.dtype = DType::bf16;
   config.hdim_q = config.hdim_v = 128;
   config.mask = MaskKind::causal_top_left;
-  config.arch = detect_gpu_arch();
+  try {
+    config.arch = detect_gpu_arch();
+  } catch (const Error& e) {  // FMHA_JIT_ARCH or FMHA_JIT_DEVICE set to a value not accepted
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return 1;
+  }
 
   const FmhaSetupResult setup = setup_fmha_dispatcher(config);
   if (!setup.success) {

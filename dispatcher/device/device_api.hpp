@@ -62,14 +62,16 @@ class DeviceApi {
 DeviceApi& cuda_driver();
 DeviceApi& hip_runtime();
 
-// The vendor API whose GPU this process can use (CUDA preferred), or nullptr with no GPU.
+// The vendor API whose GPU this process can use (CUDA preferred), or nullptr with no GPU (also
+// when FMHA_JIT_DEVICE is none or a value not accepted: require_device() then says which).
 DeviceApi* active_device();
 // The API for an arch's vendor (available() may be false).
 DeviceApi& device_for(Vendor vendor);
 
-// Throws Error(device_unavailable) naming why no GPU is usable.
+// Throws Error(device_unavailable) naming why no GPU is usable, or the FieldError of a
+// FMHA_JIT_DEVICE value not accepted.
 [[noreturn]] void throw_no_device(const char* what);
-// The active device, or Error(device_unavailable) naming `what` needed it.
+// The active device, or the error of throw_no_device() naming `what` needed it.
 DeviceApi& require_device(const char* what);
 
 }  // namespace fmha_jit::device

@@ -477,7 +477,12 @@ int run(const Options& opt) {
 
 int main(int argc, char** argv) {
   Options opt;
-  opt.arch = fmha_jit::detect_gpu_arch();
+  try {
+    opt.arch = fmha_jit::detect_gpu_arch();
+  } catch (const std::exception& e) {  // FMHA_JIT_ARCH or FMHA_JIT_DEVICE set to a bad value
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return 1;
+  }
   CLI::App app{"Example 37: deterministic vs non-deterministic FMHA backward on the GPU"};
   app.add_option("--arch", opt.arch, "target arch (default: the GPU's, or FMHA_JIT_ARCH)");
   app.add_option("--batch", opt.batch, "batch size")->check(CLI::PositiveNumber);
