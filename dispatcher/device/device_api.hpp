@@ -23,6 +23,10 @@ class DeviceApi {
   virtual Vendor vendor() const = 0;
   // Driver loaded and at least one device present. Never throws.
   virtual bool available() const = 0;
+  // A GPU of this vendor is there, usable or not: the driver reports a device, or failed to start
+  // with an error other than "no device". present() && !available() is a GPU whose driver failed
+  // to initialise it (unavailable_reason() says how): a fault to report, not a GPU-less machine.
+  virtual bool present() const = 0;
   virtual const std::string& unavailable_reason() const = 0;
 
   // Properties of device 0 (cached).
