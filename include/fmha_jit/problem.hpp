@@ -38,8 +38,8 @@ struct FmhaProblem {
   int window_right = -1;       // sliding-window mask only; -1 = unbounded
   Layout layout = Layout::bhsd;
   // Explicit strides override the layout's dense strides (e.g. Q, K, V packed in one buffer).
-  // Inputs may alias or broadcast (stride 0); the strides of an output (O, dQ, dK, dV) must keep
-  // its elements apart, else the call is refused with a FieldError naming the tensor.
+  // Inputs may alias or broadcast (stride 0); the strides of an output (the forward's O; dQ, dK,
+  // dV) must keep its elements apart, else the call is refused with a FieldError naming it.
   std::optional<TensorStrides> q_strides, k_strides, v_strides, o_strides;
   // The backward's gradients may have layouts of their own (as in FlashAttention); unset, dO
   // follows O's strides, dQ Q's, dK K's and dV V's.
