@@ -1,10 +1,9 @@
 #include "cache/cache_dir.hpp"
 
-#include <spdlog/spdlog.h>
-
-#include <charconv>
 #include <cstdlib>
-#include <cstring>
+#include <limits>
+
+#include "support/env.hpp"
 
 namespace fmha_jit::cache {
 
@@ -20,15 +19,8 @@ std::filesystem::path default_cache_root() {
 }
 
 std::optional<std::uint64_t> cache_max_bytes_from_env() {
-  const char* v = std::getenv("FMHA_JIT_CACHE_MAX_BYTES");
-  if (!v || !*v) return std::nullopt;
-  std::uint64_t bytes = 0;
-  const auto [end, ec] = std::from_chars(v, v + std::strlen(v), bytes);
-  if (ec != std::errc() || *end != '\0') {
-    spdlog::warn("FMHA_JIT_CACHE_MAX_BYTES = \"{}\" ignored: expected a byte count", v);
-    return std::nullopt;
-  }
-  return bytes;
+  return env::unsigned_value("FMHA_JIT_CACHE_MAX_BYTES", "bytes",
+                             std::numeric_limits<std::uint64_t>::max());
 }
 
 }  // namespace fmha_jit::cache

@@ -11,8 +11,8 @@ namespace fmha_jit::cache {
 // under the system temp directory (no HOME: daemons, some CI sandboxes).
 std::filesystem::path default_cache_root();
 
-// FMHA_JIT_CACHE_MAX_BYTES (a plain byte count); nullopt = unbounded. Malformed values are ignored
-// with a warning.
+// FMHA_JIT_CACHE_MAX_BYTES (a plain byte count); nullopt = unbounded (unset or empty). Any other
+// value that is not a byte count throws FieldError(invalid_argument) naming the variable.
 std::optional<std::uint64_t> cache_max_bytes_from_env();
 
 }  // namespace fmha_jit::cache

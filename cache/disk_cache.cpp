@@ -5,7 +5,8 @@
 #include <sys/stat.h>
 
 #include <algorithm>
-#include <cstdlib>
+#include <cstdint>
+#include <limits>
 #include <mutex>
 #include <set>
 
@@ -13,6 +14,7 @@
 #include "cache/hashing.hpp"
 #include "cache/key.hpp"
 #include "fmha_jit/error.hpp"
+#include "support/env.hpp"
 
 namespace fmha_jit::cache {
 namespace fs = std::filesystem;
@@ -108,8 +110,10 @@ fs::path DiskCache::lock_path(const std::string& key) const {
 
 std::chrono::milliseconds DiskCache::lock_timeout() {
   // A cold compile of the heaviest kernel takes seconds; ten minutes means the holder is stuck.
-  if (const char* v = std::getenv("FMHA_JIT_LOCK_TIMEOUT_MS"); v && *v) {
-    return std::chrono::milliseconds(std::strtoll(v, nullptr, 10));
+  // The cap keeps the deadline (steady_clock now + timeout, in nanoseconds) far from overflow.
+  constexpr std::uint64_t kMaxMs = std::numeric_limits<std::int32_t>::max();  // about 24.8 days
+  if (const auto ms = env::unsigned_value("FMHA_JIT_LOCK_TIMEOUT_MS", "milliseconds", kMaxMs)) {
+    return std::chrono::milliseconds(static_cast<std::int64_t>(*ms));
   }
   return std::chrono::minutes(10);
 }

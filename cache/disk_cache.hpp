@@ -96,7 +96,9 @@ class DiskCache {
   // Evicts least-recently-used entries until the total is under the cap (if any); skips `keep`.
   void evict(const std::string& keep);
 
-  // How long a process waits for another's compile of the same key before compiling itself.
+  // How long a process waits for another's compile of the same key before compiling itself:
+  // FMHA_JIT_LOCK_TIMEOUT_MS, else 10 minutes. Throws FieldError naming the variable for a value
+  // that is not a millisecond count.
   static std::chrono::milliseconds lock_timeout();
 
  private:

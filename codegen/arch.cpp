@@ -24,6 +24,15 @@ const ArchInfo* find_arch(std::string_view name) {
   return nullptr;
 }
 
+std::span<const std::string_view> arch_names() {
+  static const auto names = [] {
+    std::array<std::string_view, kArchs.size()> out;
+    for (std::size_t i = 0; i < kArchs.size(); ++i) out[i] = kArchs[i].name;
+    return out;
+  }();
+  return names;
+}
+
 std::string accepted_archs() {
   std::string out;
   for (const auto& a : kArchs) {

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -18,6 +19,8 @@ struct ArchInfo {
 };
 
 const ArchInfo* find_arch(std::string_view name);
+// The names of the list, in its order.
+std::span<const std::string_view> arch_names();
 // "sm_80, sm_86, ..." for error messages.
 std::string accepted_archs();
 

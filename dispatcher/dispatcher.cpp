@@ -15,6 +15,7 @@
 #include "codegen/render.hpp"
 #include "codegen/rtc/compiler.hpp"
 #include "codegen/templates.hpp"
+#include "dispatcher/environment.hpp"
 #include "dispatcher/pipeline.hpp"
 #include "dispatcher/runner.hpp"
 #include "fmha_jit/error.hpp"
@@ -193,6 +194,9 @@ FmhaSetupResult setup_fmha_dispatcher(const FmhaKernelConfig& config, const Setu
   const auto start = std::chrono::steady_clock::now();
   FmhaSetupResult result;
   try {
+    // Every run of setup, the memo's fast path included: a variable set wrong is an error now,
+    // not when some later path reads it.
+    dispatch::check_environment();
     const std::filesystem::path root =
         options.cache_dir ? *options.cache_dir : cache::default_cache_root();
     // Fast path: a config this process has already set up for this root returns its runner with

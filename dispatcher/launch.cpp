@@ -1,9 +1,11 @@
 #include "dispatcher/launch.hpp"
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <limits>
 #include <string>
+#include <vector>
 
 #include "common/mask.h"
 #include "dispatcher/plan.hpp"
@@ -56,6 +58,73 @@ FmhaStrides strides_of(const char* name, const TensorStrides& s, std::size_t ali
   return {s.batch, s.head, s.row};
 }
 
+// Refuses strides of an output under which two of its elements share an address: the CTAs'
+// writes would race. Ordering the dimensions of extent > 1 by stride (hdim's is 1), each stride
+// must be at least extent x stride of the next smaller one; a dimension of extent 1 is never
+// stepped over, so its stride does not matter. Inputs are not checked: reading one element
+// through several indices (aliasing, broadcasting) is harmless.
+void check_output_strides(const char* name, const TensorStrides& s, std::int64_t batch,
+                          std::int64_t heads, std::int64_t rows, std::int64_t hdim) {
+  struct Dim {
+    std::int64_t stride, extent;
+  };
+  std::vector<Dim> dims;  // those of extent > 1
+  for (const Dim d : {Dim{1, hdim}, Dim{s.row, rows}, Dim{s.head, heads}, Dim{s.batch, batch}}) {
+    if (d.extent > 1) dims.push_back(d);
+  }
+  std::sort(dims.begin(), dims.end(), [](Dim a, Dim b) { return a.stride < b.stride; });
+  std::int64_t smallest_next = 1;  // the least stride the next dimension in the order may have
+  bool overlap = false;
+  for (const Dim d : dims) {
+    overlap |= d.stride < smallest_next;
+    // Saturated: past int64 no further dimension fits, and the next comparison refuses it.
+    smallest_next = d.stride > std::numeric_limits<std::int64_t>::max() / d.extent
+                        ? std::numeric_limits<std::int64_t>::max()
+                        : d.stride * d.extent;
+  }
+  if (!overlap) return;
+  throw FieldError(
+      ErrorCode::invalid_argument, std::string(name) + " strides",
+      "batch " + std::to_string(s.batch) + ", head " + std::to_string(s.head) + ", row " +
+          std::to_string(s.row) + " (extents: batch " + std::to_string(batch) + ", heads " +
+          std::to_string(heads) + ", rows " + std::to_string(rows) + ", hdim " +
+          std::to_string(hdim) + ")",
+      "strides under which no two elements of the output share an address: ordering the "
+      "dimensions of extent > 1 by stride (hdim's is 1), each stride >= extent x stride of the "
+      "next smaller one; a dimension of extent 1 takes any stride");
+}
+
+// Pointers and strides of Q, K, V and O, checked for alignment. O is the forward's output but
+// one of the backward's inputs, so the callers check what they write.
+FmhaFwdParams forward_tensor_params(const FmhaKernelConfig& c, const FmhaProblem& p,
+                                    const FwdTensors& t) {
+  const std::size_t align = required_alignment_bytes(c);
+  check_pointer("q", t.q, align, true);
+  check_pointer("k", t.k, align, true);
+  check_pointer("v", t.v, align, true);
+  check_pointer("o", t.o, align, true);
+  check_pointer("lse", t.lse, sizeof(float), false);
+  FmhaFwdParams params{};
+  params.q = t.q;
+  params.k = t.k;
+  params.v = t.v;
+  params.o = t.o;
+  params.q_strides = strides_of("q", p.q_stride(), align, 2);
+  params.k_strides = strides_of("k", p.k_stride(), align, 2);
+  params.v_strides = strides_of("v", p.v_stride(), align, 2);
+  params.o_strides = strides_of("o", p.o_stride(), align, 2);
+  params.batch = static_cast<int>(p.batch);
+  params.nhead_q = static_cast<int>(p.nhead_q);
+  params.nhead_k = static_cast<int>(p.nhead_k);
+  params.seqlen_q = static_cast<int>(p.seqlen_q);
+  params.seqlen_k = static_cast<int>(p.seqlen_k);
+  params.window_left = p.window_left;
+  params.window_right = p.window_right;
+  params.scale = p.softmax_scale();
+  params.scale_log2 = params.scale * 1.4426950408889634f;
+  return params;
+}
+
 }  // namespace
 
 void check_problem(const FmhaKernelConfig& c, const FmhaProblem& p) {
@@ -103,40 +172,26 @@ void check_problem(const FmhaKernelConfig& c, const FmhaProblem& p) {
 
 FmhaFwdParams make_fwd_params(const FmhaKernelConfig& c, const FmhaProblem& p,
                               const FwdTensors& t) {
-  const std::size_t align = required_alignment_bytes(c);
-  check_pointer("q", t.q, align, true);
-  check_pointer("k", t.k, align, true);
-  check_pointer("v", t.v, align, true);
-  check_pointer("o", t.o, align, true);
-  check_pointer("lse", t.lse, sizeof(float), false);
-  FmhaFwdParams params{};
-  params.q = t.q;
-  params.k = t.k;
-  params.v = t.v;
-  params.o = t.o;
-  params.lse = c.lse ? t.lse : nullptr;
-  params.q_strides = strides_of("q", p.q_stride(), align, 2);
-  params.k_strides = strides_of("k", p.k_stride(), align, 2);
-  params.v_strides = strides_of("v", p.v_stride(), align, 2);
-  params.o_strides = strides_of("o", p.o_stride(), align, 2);
-  params.batch = static_cast<int>(p.batch);
-  params.nhead_q = static_cast<int>(p.nhead_q);
-  params.nhead_k = static_cast<int>(p.nhead_k);
-  params.seqlen_q = static_cast<int>(p.seqlen_q);
-  params.seqlen_k = static_cast<int>(p.seqlen_k);
-  params.window_left = p.window_left;
-  params.window_right = p.window_right;
-  params.scale = p.softmax_scale();
-  params.scale_log2 = params.scale * 1.4426950408889634f;
+  // A kernel built without the LSE store would leave the caller's buffer unwritten.
+  if (t.lse && !c.lse) {
+    throw FieldError(ErrorCode::invalid_argument, "lse",
+                     std::to_string(reinterpret_cast<std::uintptr_t>(t.lse)),
+                     "null (the kernel's config has lse = false, so it writes no LSE; set up a "
+                     "config with lse = true to get one)");
+  }
+  FmhaFwdParams params = forward_tensor_params(c, p, t);
+  params.lse = t.lse;
+  check_output_strides("o", p.o_stride(), p.batch, p.nhead_q, p.seqlen_q, p.hdim_v);
   return params;
 }
 
 FmhaBwdParams make_bwd_params(const FmhaKernelConfig& c, const FmhaProblem& p, const BwdTensors& t,
                               void* workspace) {
   FmhaBwdParams params{};
-  FwdTensors fwd{t.q, t.k, t.v, const_cast<void*>(t.o), const_cast<float*>(t.lse)};
   check_pointer("lse", t.lse, sizeof(float), true);
-  params.fwd = make_fwd_params(c, p, fwd);
+  // O is an input here: it may alias or broadcast like Q, K and V.
+  params.fwd = forward_tensor_params(
+      c, p, {t.q, t.k, t.v, const_cast<void*>(t.o), const_cast<float*>(t.lse)});
   params.fwd.lse = const_cast<float*>(t.lse);  // the backward always reads the LSE
   const std::size_t align = required_alignment_bytes(c);
   check_pointer("d_o", t.d_o, align, true);
@@ -147,10 +202,13 @@ FmhaBwdParams make_bwd_params(const FmhaKernelConfig& c, const FmhaProblem& p, c
   params.d_q = t.d_q;
   params.d_k = t.d_k;
   params.d_v = t.d_v;
-  params.do_strides = params.fwd.o_strides;
-  params.dq_strides = params.fwd.q_strides;
-  params.dk_strides = params.fwd.k_strides;
-  params.dv_strides = params.fwd.v_strides;
+  params.do_strides = strides_of("d_o", p.do_stride(), align, 2);
+  params.dq_strides = strides_of("d_q", p.dq_stride(), align, 2);
+  params.dk_strides = strides_of("d_k", p.dk_stride(), align, 2);
+  params.dv_strides = strides_of("d_v", p.dv_stride(), align, 2);
+  check_output_strides("d_q", p.dq_stride(), p.batch, p.nhead_q, p.seqlen_q, p.hdim_q);
+  check_output_strides("d_k", p.dk_stride(), p.batch, p.nhead_k, p.seqlen_k, p.hdim_q);
+  check_output_strides("d_v", p.dv_stride(), p.batch, p.nhead_k, p.seqlen_k, p.hdim_v);
   const BwdWorkspaceLayout w = bwd_workspace_layout(c, p);
   auto* base = static_cast<unsigned char*>(workspace);
   params.d_rowsum = reinterpret_cast<float*>(base + w.d_rowsum);

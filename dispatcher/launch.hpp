@@ -13,7 +13,10 @@ namespace fmha_jit::dispatch {
 // Throws FieldError (invalid_problem) when the kernel built from `canonical` cannot run `problem`.
 void check_problem(const FmhaKernelConfig& canonical, const FmhaProblem& problem);
 
-// Throw FieldError (invalid_argument) for null, misaligned or missing pointers / strides.
+// Throw FieldError (invalid_argument) for null, misaligned or missing pointers / strides, and for
+// strides of an output (O; dQ, dK, dV) under which two of its elements share an address. Inputs
+// (Q, K, V; O and dO in the backward) may alias or broadcast. The backward takes each gradient's
+// strides from the problem (do_stride() ... dv_stride()).
 FmhaFwdParams make_fwd_params(const FmhaKernelConfig& canonical, const FmhaProblem& problem,
                               const FwdTensors& tensors);
 // The wgmma_sm90a forward's parameters: `fwd` (from make_fwd_params), the tensor maps of Q, K,

@@ -58,6 +58,10 @@ TensorStrides FmhaProblem::v_stride() const {
 TensorStrides FmhaProblem::o_stride() const {
   return o_strides ? *o_strides : dense_strides(layout, nhead_q, seqlen_q, hdim_v);
 }
+TensorStrides FmhaProblem::do_stride() const { return do_strides ? *do_strides : o_stride(); }
+TensorStrides FmhaProblem::dq_stride() const { return dq_strides ? *dq_strides : q_stride(); }
+TensorStrides FmhaProblem::dk_stride() const { return dk_strides ? *dk_strides : k_stride(); }
+TensorStrides FmhaProblem::dv_stride() const { return dv_strides ? *dv_strides : v_stride(); }
 
 void FmhaProblem::validate() const {
   // Kernels index rows, heads and batches with 32-bit ints (grid dimensions) and offsets with

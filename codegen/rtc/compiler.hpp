@@ -81,6 +81,10 @@ void trim_log(std::string& log);
 // does not know.
 const RtcCompiler& compiler_for(std::string_view arch);
 
+// FMHA_JIT_LINEINFO: true for 1 (NVIDIA kernels get line tables, -lineinfo), false for 0 or when
+// unset; any other value throws FieldError(invalid_argument) naming the variable.
+bool lineinfo_from_env();
+
 // Constructors for the two backends (compiler.cpp owns the singletons).
 const RtcCompiler& nvrtc_compiler();
 const RtcCompiler& hiprtc_compiler();

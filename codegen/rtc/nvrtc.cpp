@@ -3,7 +3,6 @@
 #include <nvrtc.h>
 
 #include <chrono>
-#include <cstdlib>
 #include <mutex>
 #include <string>
 #include <string_view>
@@ -14,6 +13,7 @@
 #include "codegen/rtc/ptxas_report.hpp"
 #include "dispatcher/device/dynamic_library.hpp"
 #include "fmha_jit/error.hpp"
+#include "support/env.hpp"
 
 namespace fmha_jit::codegen::rtc {
 namespace {
@@ -77,9 +77,7 @@ class NvrtcCompiler final : public RtcCompiler {
                                "-DFMHA_JIT_NVRTC=1"};
     // FMHA_JIT_LINEINFO=1: line tables, for Nsight Compute's stall reasons per source line. They
     // leave the SASS as it is, but the cubin differs, so the option enters the key like the rest.
-    if (const char* v = std::getenv("FMHA_JIT_LINEINFO"); v && std::string_view(v) == "1") {
-      o.emplace_back("-lineinfo");
-    }
+    if (lineinfo_from_env()) o.emplace_back("-lineinfo");
     return o;
   }
 
@@ -150,6 +148,11 @@ class NvrtcCompiler final : public RtcCompiler {
 const RtcCompiler& nvrtc_compiler() {
   static const NvrtcCompiler compiler;
   return compiler;
+}
+
+bool lineinfo_from_env() {
+  static constexpr std::string_view kAccepted[] = {"0", "1"};
+  return env::choice_value("FMHA_JIT_LINEINFO", kAccepted) == "1";
 }
 
 }  // namespace fmha_jit::codegen::rtc

@@ -94,6 +94,9 @@ FmhaKernelConfig config_from_json(const nlohmann::json& j) {
     read_field(info, *it, field);
     ++matched;
   });
+  // One head dim named means it for both, as `fmha-jit run --hdim-q` reads it: the default
+  // hdim_v (128) would pair every other hdim_q with a head dim it does not support.
+  if (j.contains("hdim_q") && !j.contains("hdim_v")) config.hdim_v = config.hdim_q;
   if (matched != j.size()) {
     FmhaKernelConfig probe;
     for (const auto& item : j.items()) {

@@ -60,15 +60,25 @@ class CudaDriver final : public DeviceApi {
 #undef FMHA_BIND
     // Optional: only the sm_90a kernels need it, and drivers before CUDA 12.0 lack it.
     lib_.bind(cuTensorMapEncodeTiled_, "cuTensorMapEncodeTiled");
+    // The driver counts devices only after cuInit; of its failures, "no device" and the
+    // toolkit's stub library mean a machine without an NVIDIA GPU, any other a GPU it could
+    // not bring up.
     if (CUresult rc = cuInit(0); rc != CUDA_SUCCESS) {
+      present_ = rc != CUDA_ERROR_NO_DEVICE && rc != CUDA_ERROR_STUB_LIBRARY;
       reason_ = "cuInit failed: " + describe(rc);
       return;
     }
     int count = 0;
-    if (cuDeviceGetCount(&count) != CUDA_SUCCESS || count < 1) {
+    if (CUresult rc = cuDeviceGetCount(&count); rc != CUDA_SUCCESS) {
+      present_ = true;  // initialised, yet cannot count its devices
+      reason_ = "cuDeviceGetCount failed: " + describe(rc);
+      return;
+    }
+    if (count < 1) {
       reason_ = "the NVIDIA driver reports no GPU";
       return;
     }
+    present_ = true;
     if (cuDeviceGet(&device_, 0) != CUDA_SUCCESS ||
         cuDevicePrimaryCtxRetain(&context_, device_) != CUDA_SUCCESS) {
       reason_ = "cannot retain the primary context of GPU 0";
@@ -84,6 +94,7 @@ class CudaDriver final : public DeviceApi {
 
   Vendor vendor() const override { return Vendor::nvidia; }
   bool available() const override { return available_; }
+  bool present() const override { return present_; }
   const std::string& unavailable_reason() const override { return reason_; }
   std::string arch() const override { return current_properties().arch; }
   std::string name() const override { return current_properties().name; }
@@ -294,6 +305,7 @@ class CudaDriver final : public DeviceApi {
 #undef FMHA_MEMBER
   decltype(&::cuTensorMapEncodeTiled) cuTensorMapEncodeTiled_ = nullptr;
   bool available_ = false;
+  bool present_ = false;
   std::string reason_;
   CUdevice device_ = 0;
   CUcontext context_ = nullptr;

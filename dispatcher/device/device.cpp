@@ -1,9 +1,10 @@
 #include <atomic>
-#include <cstdlib>
+#include <optional>
 #include <string>
 #include <utility>
 
 #include "dispatcher/device/device_api.hpp"
+#include "dispatcher/environment.hpp"
 #include "fmha_jit/device.hpp"
 #include "fmha_jit/dispatcher.hpp"
 #include "fmha_jit/error.hpp"
@@ -16,38 +17,58 @@ DeviceApi& device_for(Vendor vendor) {
 }
 
 namespace {
+
 std::atomic<DeviceApi*> device_override{nullptr};
+
+struct DeviceSelection {
+  DeviceApi* api = nullptr;  // null: no usable GPU, or hidden
+  bool hidden = false;       // FMHA_JIT_DEVICE=none
+};
+
+// The GPU this process uses, chosen once. FMHA_JIT_DEVICE=none hides every GPU (tests of the
+// GPU-less paths on a GPU machine); =cuda / =hip restricts the search to one vendor. A value not
+// accepted throws its FieldError here, and nothing is cached: every caller that needs or seeks a
+// GPU reports it, and gpu_available(), which must not throw, says false.
+const DeviceSelection& selection() {
+  static const DeviceSelection chosen = [] {
+    const auto choice = dispatch::device_from_env();
+    DeviceSelection s;
+    s.hidden = choice == "none";
+    if (s.hidden) return s;
+    if (choice != "hip" && cuda_driver().available()) {
+      s.api = &cuda_driver();
+    } else if (choice != "cuda" && hip_runtime().available()) {
+      s.api = &hip_runtime();
+    }
+    return s;
+  }();
+  return chosen;
+}
+
 }  // namespace
 
 void override_active_device(DeviceApi* api) { device_override.store(api); }
 
 DeviceApi* active_device() {
   if (DeviceApi* api = device_override.load()) return api;
-  // FMHA_JIT_DEVICE=none hides every GPU (tests of the GPU-less paths on a GPU machine);
-  // =cuda / =hip restricts the search to one vendor.
-  static DeviceApi* const active = []() -> DeviceApi* {
-    const char* pick = std::getenv("FMHA_JIT_DEVICE");
-    const std::string choice = pick ? pick : "";
-    if (choice == "none") return nullptr;
-    if (choice != "hip" && cuda_driver().available()) return &cuda_driver();
-    if (choice != "cuda" && hip_runtime().available()) return &hip_runtime();
+  try {
+    return selection().api;
+  } catch (const Error&) {  // FMHA_JIT_DEVICE holds a value not accepted
     return nullptr;
-  }();
-  return active;
+  }
 }
 
 void throw_no_device(const char* what) {
-  std::string reason = cuda_driver().unavailable_reason();
-  if (std::getenv("FMHA_JIT_DEVICE") && std::string(std::getenv("FMHA_JIT_DEVICE")) == "none") {
-    reason = "FMHA_JIT_DEVICE=none";
-  }
+  const DeviceSelection& s = selection();  // throws for a FMHA_JIT_DEVICE not accepted
+  const std::string reason = s.hidden ? "FMHA_JIT_DEVICE=none" : cuda_driver().unavailable_reason();
   throw Error(ErrorCode::device_unavailable, std::string(what) +
                                                  " needs a GPU, and none is usable: " +
                                                  (reason.empty() ? "no GPU found" : reason));
 }
 
 DeviceApi& require_device(const char* what) {
-  DeviceApi* api = active_device();
+  if (DeviceApi* api = device_override.load()) return *api;
+  DeviceApi* api = selection().api;
   if (!api) throw_no_device(what);
   return *api;
 }
@@ -55,10 +76,12 @@ DeviceApi& require_device(const char* what) {
 }  // namespace device
 
 std::string detect_gpu_arch() {
+  // A value of either variable that is not accepted throws (and nothing is cached); FMHA_JIT_ARCH
+  // is checked even where a GPU answers, so that it never passes unnoticed.
   static const std::string arch = [] {
-    if (auto* api = device::active_device()) return api->arch();
-    if (const char* env = std::getenv("FMHA_JIT_ARCH"); env && *env) return std::string(env);
-    return std::string("sm_90");
+    const auto from_env = dispatch::arch_from_env();
+    if (auto* api = device::selection().api) return api->arch();
+    return from_env.value_or("sm_90");
   }();
   return arch;
 }

@@ -23,6 +23,10 @@ class DeviceApi {
   virtual Vendor vendor() const = 0;
   // Driver loaded and at least one device present. Never throws.
   virtual bool available() const = 0;
+  // A GPU of this vendor is there, usable or not: the driver reports a device, or failed to start
+  // with an error other than "no device". present() && !available() is a GPU whose driver failed
+  // to initialise it (unavailable_reason() says how): a fault to report, not a GPU-less machine.
+  virtual bool present() const = 0;
   virtual const std::string& unavailable_reason() const = 0;
 
   // Properties of the device of the calling thread's current context (CUDA: the current
@@ -71,7 +75,8 @@ class DeviceApi {
 DeviceApi& cuda_driver();
 DeviceApi& hip_runtime();
 
-// The vendor API whose GPU this process can use (CUDA preferred), or nullptr with no GPU.
+// The vendor API whose GPU this process can use (CUDA preferred), or nullptr with no GPU (also
+// when FMHA_JIT_DEVICE is none or a value not accepted: require_device() then says which).
 DeviceApi* active_device();
 // Routes every later active_device() call of the process to `api` (a test double standing in for
 // a GPU on machines without one); nullptr restores the vendor API. Tests only.
@@ -79,9 +84,10 @@ void override_active_device(DeviceApi* api);
 // The API for an arch's vendor (available() may be false).
 DeviceApi& device_for(Vendor vendor);
 
-// Throws Error(device_unavailable) naming why no GPU is usable.
+// Throws Error(device_unavailable) naming why no GPU is usable, or the FieldError of a
+// FMHA_JIT_DEVICE value not accepted.
 [[noreturn]] void throw_no_device(const char* what);
-// The active device, or Error(device_unavailable) naming `what` needed it.
+// The active device, or the error of throw_no_device() naming `what` needed it.
 DeviceApi& require_device(const char* what);
 
 }  // namespace fmha_jit::device

@@ -52,9 +52,16 @@ class HipRuntime final : public DeviceApi {
     FMHA_HIP_FUNCTIONS(FMHA_BIND)
     FMHA_BIND(hipMalloc, "hipMalloc")
 #undef FMHA_BIND
+    // hipGetDeviceCount answers without hipInit (which fails on a machine with no AMD GPU), so
+    // the count tells a GPU-less machine from a GPU the runtime cannot initialise.
     int count = 0;
-    if (hipInit(0) != hipSuccess || hipGetDeviceCount(&count) != hipSuccess || count < 1) {
+    if (hipGetDeviceCount(&count) != hipSuccess || count < 1) {
       reason_ = "the HIP runtime reports no GPU";
+      return;
+    }
+    present_ = true;
+    if (const hipError_t rc = hipInit(0); rc != hipSuccess) {
+      reason_ = std::string("hipInit failed: ") + hipGetErrorString(rc);
       return;
     }
     if (!read_properties(0, &device0_)) {
@@ -67,6 +74,7 @@ class HipRuntime final : public DeviceApi {
 
   Vendor vendor() const override { return Vendor::amd; }
   bool available() const override { return available_; }
+  bool present() const override { return present_; }
   const std::string& unavailable_reason() const override { return reason_; }
   std::string arch() const override { return current_properties().arch; }
   std::string name() const override { return current_properties().name; }
@@ -224,6 +232,7 @@ class HipRuntime final : public DeviceApi {
   // hip_runtime_api.h overloads hipMalloc with a template, so its pointer type is spelled out.
   hipError_t (*hipMalloc)(void**, std::size_t) = nullptr;
   bool available_ = false;
+  bool present_ = false;
   std::string reason_;
   Properties device0_;
   mutable std::mutex properties_mutex_;

@@ -81,6 +81,28 @@ double mean_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
   return a.empty() ? 0 : s / double(a.size());
 }
 
+// Elements that are NaN or infinite. Outputs are poisoned (0xFF bytes, NaN in both dtypes)
+// before each run, so an element a kernel did not write stays NaN; comparisons and maxima over
+// NaN drop it, and a NaN left in the same place every run is even bit-exact.
+std::size_t non_finite(const std::vector<float>& x) {
+  return static_cast<std::size_t>(
+      std::count_if(x.begin(), x.end(), [](float e) { return !std::isfinite(e); }));
+}
+
+// Prints a failure line for each of `what`'s tensors with a non-finite element; true if none.
+bool all_finite(const char* what, const std::vector<float>* tensors, const char* const* names,
+                int count) {
+  bool ok = true;
+  for (int i = 0; i < count; ++i) {
+    if (const std::size_t bad = non_finite(tensors[i]); bad > 0) {
+      std::printf("  FAIL: %s: %zu of %zu %s elements are NaN or infinite\n", what, bad,
+                  tensors[i].size(), names[i]);
+      ok = false;
+    }
+  }
+  return ok;
+}
+
 void print_ranges(const std::vector<float>* grads) {
   for (int t = 0; t < 3; ++t) {
     const auto [lo, hi] = std::minmax_element(grads[t].begin(), grads[t].end());
@@ -99,6 +121,8 @@ class GpuBackward {
     do_ = upload(narrow(t.d_o, bf16));
     o_ = DeviceBuffer(p.o_elements() * 2);
     lse_ = DeviceBuffer(p.lse_elements() * 4);
+    o_.fill(0xFF);  // NaN: an element of O or LSE the forward does not write shows
+    lse_.fill(0xFF);
     fwd.run_fwd(p, {q_.data(), k_.data(), v_.data(), o_.data(), static_cast<float*>(lse_.data())});
     for (int i = 0; i < 3; ++i) {
       const auto n = i == 0 ? p.q_elements() : i == 1 ? p.k_elements() : p.v_elements();
@@ -347,9 +371,11 @@ int run(const Options& opt) {
 
   GpuBackward gpu(p, t, bf16, *fwd);
   std::printf("  GPU: %s\n", gpu_name().c_str());
+  bool finite = true;  // every output element of every run below; the exit status requires it
 
   section("Non-Deterministic Backward (GPU, atomic dQ)");
   const Gradients g_nd = gpu.run(*nondet);
+  finite &= all_finite("atomic backward", g_nd.values, kGradNames, 3);
   print_ranges(g_nd.values);
   const double ms_nd = gpu.time_ms(*nondet, opt.repeats);
   const double flops = 2.5 * 4.0 * p.batch * p.nhead_q * p.seqlen_q * p.seqlen_k * p.hdim_q;
@@ -358,6 +384,7 @@ int run(const Options& opt) {
 
   section("Deterministic Backward (GPU, ordered dQ)");
   const Gradients g_det = gpu.run(*det);
+  finite &= all_finite("deterministic backward", g_det.values, kGradNames, 3);
   print_ranges(g_det.values);
   const double ms_det = gpu.time_ms(*det, opt.repeats);
   std::printf("  time: %.4f ms (median of %d), %.1f TFLOP/s\n", ms_det, opt.repeats,
@@ -365,6 +392,9 @@ int run(const Options& opt) {
 
   std::vector<float> o, lse;
   o = gpu.host_o_and_lse(lse);
+  const std::vector<float> fwd_outputs[2] = {o, lse};
+  const char* const kFwdNames[2] = {"O", "LSE"};
+  finite &= all_finite("forward", fwd_outputs, kFwdNames, 2);
   if (cpu_ok) {
     std::vector<float> g[3] = {std::vector<float>(p.q_elements()),
                                std::vector<float>(p.k_elements()),
@@ -393,6 +423,8 @@ int run(const Options& opt) {
     const std::int64_t k0 = i * tile_sk;
     gpu.launch(*det, k0, std::min(tile_sk, p.seqlen_k - k0));
     const Gradients gt = gpu.download();
+    // dQ covers every query row; dK and dV only the slice's rows, the others keep the last run's.
+    finite &= all_finite("per-tile deterministic backward", gt.values, kGradNames, 1);
     double l1 = 0, mx = 0;
     for (std::size_t j = 0; j < gt.values[0].size(); ++j) {
       const float x = gt.values[0][j];
@@ -429,6 +461,9 @@ int run(const Options& opt) {
     const Gradients& first = mode == 0 ? g_nd : g_det;
     for (int r = 1; r < opt.runs; ++r) {
       const Gradients g = gpu.run(runner);
+      finite &=
+          all_finite(mode == 0 ? "atomic backward, repeated" : "deterministic backward, repeated",
+                     g.values, kGradNames, 3);
       for (int i = 0; i < 3; ++i) {
         variation[mode] = std::max(variation[mode], max_abs_diff(g.values[i], first.values[i]));
         exact[mode] = exact[mode] && g.bits[i] == first.bits[i];
@@ -469,15 +504,23 @@ int run(const Options& opt) {
               ws_det.semaphores, multi_buffer / dq_bytes);
   std::printf("  GPU:             %s, kernels %s\n", gpu_name().c_str(),
               std::string(to_string(det->config().impl)).c_str());
+  std::printf("  Outputs:         %s\n",
+              finite ? "every element finite"
+                     : "FAIL: NaN or infinite elements (unwritten or overflowed), listed above");
   rule('=');
-  return exact[1] ? 0 : 1;
+  return exact[1] && finite ? 0 : 1;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
   Options opt;
-  opt.arch = fmha_jit::detect_gpu_arch();
+  try {
+    opt.arch = fmha_jit::detect_gpu_arch();
+  } catch (const std::exception& e) {  // FMHA_JIT_ARCH or FMHA_JIT_DEVICE set to a bad value
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return 1;
+  }
   CLI::App app{"Example 37: deterministic vs non-deterministic FMHA backward on the GPU"};
   app.add_option("--arch", opt.arch, "target arch (default: the GPU's, or FMHA_JIT_ARCH)");
   app.add_option("--batch", opt.batch, "batch size")->check(CLI::PositiveNumber);

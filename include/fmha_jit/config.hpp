@@ -130,7 +130,8 @@ enum class Vendor : std::uint8_t { nvidia, amd };
 std::optional<Vendor> vendor_of(std::string_view arch);
 
 // JSON: every field by name; enums by their canonical spelling. Parsing rejects unknown fields,
-// wrong types and unknown enum spellings with a FieldError.
+// wrong types and unknown enum spellings with a FieldError. A missing field takes its default,
+// except hdim_v, which takes hdim_q when only hdim_q is given.
 nlohmann::json to_json(const FmhaKernelConfig& config);
 FmhaKernelConfig config_from_json(const nlohmann::json& j);
 

@@ -22,9 +22,12 @@ enum class BinarySource : std::uint8_t { memory, disk, compiled };
 std::string_view to_string(BinarySource source);
 
 // Arch of GPU 0 from the driver ("sm_90", "gfx90a"); with no GPU, FMHA_JIT_ARCH if set, else
-// "sm_90" (documented in README.md). Cached after the first call.
+// "sm_90" (documented in README.md). Cached after the first call. Throws FieldError
+// (invalid_argument) naming FMHA_JIT_ARCH or FMHA_JIT_DEVICE when either holds a value not
+// accepted.
 std::string detect_gpu_arch();
-// True when a GPU and its driver are usable by this process.
+// True when a GPU and its driver are usable by this process. Never throws: false also when
+// FMHA_JIT_DEVICE holds a value not accepted (detect_gpu_arch and setup report that one).
 bool gpu_available();
 
 struct SetupOptions {
@@ -35,8 +38,8 @@ struct SetupOptions {
   bool load = true;
 };
 
-// Device pointers of a forward call. Tensors follow the problem's strides; lse may be null when the
-// kernel writes no LSE.
+// Device pointers of a forward call. Tensors follow the problem's strides. lse may be null (no LSE
+// wanted); it must be null when the config has lse = false (the kernel writes no LSE).
 struct FwdTensors {
   const void* q = nullptr;
   const void* k = nullptr;

@@ -38,7 +38,12 @@ struct FmhaProblem {
   int window_right = -1;       // sliding-window mask only; -1 = unbounded
   Layout layout = Layout::bhsd;
   // Explicit strides override the layout's dense strides (e.g. Q, K, V packed in one buffer).
+  // Inputs may alias or broadcast (stride 0); the strides of an output (the forward's O; dQ, dK,
+  // dV) must keep its elements apart, else the call is refused with a FieldError naming it.
   std::optional<TensorStrides> q_strides, k_strides, v_strides, o_strides;
+  // The backward's gradients may have layouts of their own (as in FlashAttention); unset, dO
+  // follows O's strides, dQ Q's, dK K's and dV V's.
+  std::optional<TensorStrides> do_strides, dq_strides, dk_strides, dv_strides;
 
   float softmax_scale() const;
 
@@ -49,11 +54,16 @@ struct FmhaProblem {
   std::array<std::int64_t, 4> o_shape() const;
   std::array<std::int64_t, 3> lse_shape() const { return {batch, nhead_q, seqlen_q}; }
 
-  // Effective strides (explicit or dense for the layout). dQ/dK/dV/dO share those of Q/K/V/O.
+  // Effective strides (explicit or dense for the layout).
   TensorStrides q_stride() const;
   TensorStrides k_stride() const;
   TensorStrides v_stride() const;
   TensorStrides o_stride() const;
+  // Effective strides of the gradients: explicit, else those of O, Q, K and V.
+  TensorStrides do_stride() const;
+  TensorStrides dq_stride() const;
+  TensorStrides dk_stride() const;
+  TensorStrides dv_stride() const;
 
   // Element counts of dense tensors of this problem.
   std::int64_t q_elements() const { return batch * nhead_q * seqlen_q * hdim_q; }

@@ -241,10 +241,4 @@ ForwardResult gpu_forward(const AttentionCase& c, KernelImpl impl, const DeviceT
   return r;
 }
 
-bool on_hopper() {
-  if (detect_gpu_arch() == "sm_90") return true;
-  WARN("wgmma_sm90a needs an sm_90 GPU; this one is " << detect_gpu_arch());
-  return false;
-}
-
 }  // namespace fmha_jit::test

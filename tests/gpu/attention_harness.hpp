@@ -155,8 +155,4 @@ inline const std::vector<MaskKind> kAllMasks = {MaskKind::none, MaskKind::causal
                                                 MaskKind::causal_bottom_right,
                                                 MaskKind::sliding_window};
 
-// True on an sm_90 GPU, which the wgmma_sm90a kernels need; elsewhere warns and returns false,
-// and the Hopper cases have nothing to run.
-bool on_hopper();
-
 }  // namespace fmha_jit::test

@@ -3,6 +3,8 @@
 // (partial key and query tiles, zero-filled TMA boxes, dQ reduce-adds clipped at seqlen_q), GQA,
 // bshd, padded and transposed strides through the tensor maps, the deterministic mode bit-exact
 // over 10 runs, and what `auto` picks on this GPU.
+// Part of fmha_jit_gpu_sm90_tests, whose main skips every case on a GPU other than sm_90
+// (tests/support/gpu_gate.hpp).
 #include <catch2/catch.hpp>
 
 #include <cstdio>
@@ -18,7 +20,6 @@ using namespace fmha_jit;
 using test::AttentionCase;
 
 TEST_CASE("gpu sm90a bwd: every dtype, head dim and mask at odd sizes, both dQ modes", "[gpu]") {
-  if (!test::on_hopper()) return;
   std::uint32_t seed = 40000;
   for (DType dtype : {DType::fp16, DType::bf16}) {
     for (int hdim : codegen::wgmma_sm90a_hdims(Family::bwd)) {
@@ -38,7 +39,6 @@ TEST_CASE("gpu sm90a bwd: every dtype, head dim and mask at odd sizes, both dQ m
 }
 
 TEST_CASE("gpu sm90a bwd: seqlen 1 and 1000, GQA 8:1, bshd, batch 1-3", "[gpu]") {
-  if (!test::on_hopper()) return;
   std::uint32_t seed = 45000;
   for (int hdim : codegen::wgmma_sm90a_hdims(Family::bwd)) {
     for (MaskKind mask : test::kAllMasks) {
@@ -55,7 +55,6 @@ TEST_CASE("gpu sm90a bwd: seqlen 1 and 1000, GQA 8:1, bshd, batch 1-3", "[gpu]")
 }
 
 TEST_CASE("gpu sm90a bwd: deterministic mode is bit-exact over 10 runs at seqlen 4097", "[gpu]") {
-  if (!test::on_hopper()) return;
   std::uint32_t seed = 48000;
   for (int hdim : codegen::wgmma_sm90a_hdims(Family::bwd)) {
     for (MaskKind mask : {MaskKind::none, MaskKind::causal_bottom_right}) {
@@ -111,7 +110,6 @@ TEST_CASE("gpu sm90a bwd: the split last wave of key tiles matches the reference
   // parts that add dK / dV into the workspace (templates/bwd/fmha_bwd_sm90a_split.h). Each case
   // asserts that it does split here; every case runs three times, so a launch that found the
   // previous one's counters or sums would differ from the first.
-  if (!test::on_hopper()) return;
   const int sms = gpu_multiprocessor_count();
   std::uint32_t seed = 49000;
   const auto check = [&](const AttentionCase& a) {
@@ -139,7 +137,6 @@ TEST_CASE("gpu sm90a bwd: causal launches in sections of several pairs match the
   // The atomic mode under causal masks launches its key tiles in sections of pairs, largest key
   // tile first (fmha_bwd_key_tile_cta, bwd_causal_sections). Each case asserts that the model
   // picks sections of two pairs or more here.
-  if (!test::on_hopper()) return;
   const int sms = gpu_multiprocessor_count();
   std::uint32_t seed = 50000;
   const auto check = [&](const AttentionCase& a) {
@@ -167,7 +164,6 @@ TEST_CASE("gpu sm90a bwd: padded and transposed strides under causal masks, hdim
           "[gpu]") {
   // The tensor maps (Q, K, V, dO) and the dQ / dK / dV stores take the strides as given: padded
   // rows or heads that must stay untouched, and bhsd data described as a bshd problem's strides.
-  if (!test::on_hopper()) return;
   std::uint32_t seed = 52000;
   for (int hdim : {64, 128}) {
     for (Layout layout : {Layout::bshd, Layout::bhsd}) {
@@ -187,7 +183,6 @@ TEST_CASE("gpu sm90a bwd: padded and transposed strides under causal masks, hdim
 
 TEST_CASE("gpu sm90a bwd: auto picks wgmma_sm90a on this GPU and falls back where it must",
           "[gpu]") {
-  if (!test::on_hopper()) return;
   FmhaKernelConfig c;
   c.family = Family::bwd;
   c.arch = detect_gpu_arch();

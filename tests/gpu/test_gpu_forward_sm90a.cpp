@@ -3,6 +3,8 @@
 // clipped O stores), GQA, bshd, padded and transposed strides through the tensor maps, more tiles
 // than SMs (the persistent loop and its barrier phases across tiles), and what `auto` picks on
 // this GPU.
+// Part of fmha_jit_gpu_sm90_tests, whose main skips every case on a GPU other than sm_90
+// (tests/support/gpu_gate.hpp).
 #include <catch2/catch.hpp>
 
 #include <cstring>
@@ -20,7 +22,6 @@ using namespace fmha_jit;
 using test::AttentionCase;
 
 TEST_CASE("gpu sm90a fwd: every dtype, head dim and mask at odd sizes", "[gpu]") {
-  if (!test::on_hopper()) return;
   std::uint32_t seed = 20000;
   for (DType dtype : {DType::fp16, DType::bf16}) {
     for (int hdim : codegen::wgmma_sm90a_hdims(Family::fwd)) {
@@ -39,7 +40,6 @@ TEST_CASE("gpu sm90a fwd: every dtype, head dim and mask at odd sizes", "[gpu]")
 }
 
 TEST_CASE("gpu sm90a fwd: seqlen 1 and 1000, GQA 8:1, bshd, batch 1-3, no LSE", "[gpu]") {
-  if (!test::on_hopper()) return;
   std::uint32_t seed = 25000;
   for (int hdim : codegen::wgmma_sm90a_hdims(Family::fwd)) {
     for (MaskKind mask : test::kAllMasks) {
@@ -59,7 +59,6 @@ TEST_CASE("gpu sm90a fwd: seqlen 1 and 1000, GQA 8:1, bshd, batch 1-3, no LSE", 
 TEST_CASE("gpu sm90a fwd: seqlen 4097 and more tiles than SMs, against the GPU reference",
           "[gpu]") {
   // (The name is historical: judged on sampled slices against the CPU references.)
-  if (!test::on_hopper()) return;
   std::uint32_t seed = 29000;
   for (int hdim : codegen::wgmma_sm90a_hdims(Family::fwd)) {
     for (MaskKind mask : test::kAllMasks) {
@@ -77,7 +76,6 @@ TEST_CASE("gpu sm90a fwd: seqlen 4097 and more tiles than SMs, against the GPU r
 TEST_CASE("gpu sm90a fwd: two consumer warpgroups at hdim 64 (128 query rows)", "[gpu]") {
   // hdim 64 ships with 192 rows (three warpgroups, covered by the cases above); the 128-row tile
   // a config may ask for: odd sizes, GQA, bshd, more tiles than SMs (33 m-blocks x 8 heads x 2).
-  if (!test::on_hopper()) return;
   std::uint32_t seed = 33000;
   for (MaskKind mask : test::kAllMasks) {
     const bool window = mask == MaskKind::sliding_window;
@@ -97,7 +95,6 @@ TEST_CASE("gpu sm90a fwd: short causal problems run on the tile variant; the lon
   // kShortCausalSeqlen ran on the variant (hdim 64: 128 rows; hdim 256: 64 keys). Here: the runner
   // picks it only there, and the long-sequence tiles, asked for explicitly, still pass at those
   // sizes.
-  if (!test::on_hopper()) return;
   std::uint32_t seed = 37000;
   for (int hdim : {64, 256}) {
     FmhaKernelConfig c;
@@ -133,7 +130,6 @@ TEST_CASE("gpu sm90a fwd: the split last round matches the reference and repeats
           "[gpu]") {
   // Unmasked problems whose tiles leave a partial last round split that round by keys over all
   // CTAs (templates/fwd/fmha_fwd_sm90a_split.h). Each case asserts that it does split here.
-  if (!test::on_hopper()) return;
   const int sms = gpu_multiprocessor_count();
   const auto split_of = [&](const AttentionCase& a) {
     return dispatch::fwd_split_tail(test::canonical_config_of(a, Family::fwd), test::problem_of(a),
@@ -174,7 +170,6 @@ TEST_CASE("gpu sm90a fwd: causal tiles in the host's planned order match the ref
   // fwd_tile_order) instead of the kernel's static order. The plan exists only where it beats the
   // static order by 1 % in the host's model, which depends on the SM count: each case takes the
   // first shape of its list that plans on this GPU and asserts there is one.
-  if (!test::on_hopper()) return;
   const int sms = gpu_multiprocessor_count();
   std::uint32_t seed = 45000;
   for (int hdim : codegen::wgmma_sm90a_hdims(Family::fwd)) {
@@ -216,7 +211,6 @@ TEST_CASE("gpu sm90a fwd: causal shapes past the runner's plan cap run in the st
   // 140 distinct query lengths on one runner, then the reference checks a shape planned under
   // the cap and one past it. 4 x 8 K / V heads of 2100 keys at hdim 64 (0.5 MB each) take two
   // sections, the second one short.
-  if (!test::on_hopper()) return;
   const int sms = gpu_multiprocessor_count();
   AttentionCase a{DType::bf16, 64, 64, MaskKind::causal_top_left, 4, 32, 8, 0, 2100};
   FmhaKernelConfig c;
@@ -252,7 +246,6 @@ TEST_CASE("gpu sm90a fwd: padded and transposed strides under causal masks, hdim
           "[gpu]") {
   // The tensor maps take the strides as given: rows or heads with padding between them (which
   // the TMA boxes must not read into O), and bhsd data described as a bshd problem's strides.
-  if (!test::on_hopper()) return;
   std::uint32_t seed = 51000;
   for (int hdim : {64, 128}) {
     for (Layout layout : {Layout::bshd, Layout::bhsd}) {
@@ -270,7 +263,6 @@ TEST_CASE("gpu sm90a fwd: padded and transposed strides under causal masks, hdim
 
 TEST_CASE("gpu sm90a fwd: auto picks wgmma_sm90a on this GPU and falls back where it must",
           "[gpu]") {
-  if (!test::on_hopper()) return;
   FmhaKernelConfig c;
   c.arch = detect_gpu_arch();
   c.hdim_q = c.hdim_v = 128;

@@ -40,11 +40,9 @@ void run_handoff(int by_barrier) {
 }  // namespace
 
 TEST_CASE("gpu sm90a: the handoff probe passes rows between warps through mbarriers", "[gpu]") {
-  if (!test::on_hopper()) return;
   run_handoff(0);
 }
 
 TEST_CASE("gpu sm90a: the handoff probe passes rows between warps through __syncthreads", "[gpu]") {
-  if (!test::on_hopper()) return;
   run_handoff(1);
 }

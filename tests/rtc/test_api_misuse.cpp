@@ -3,6 +3,9 @@
 // on machines without a GPU; tests/gpu repeats some with real device pointers.
 #include <catch2/catch.hpp>
 
+#include <cstdlib>
+#include <string>
+
 #include "fmha_jit/dispatcher.hpp"
 #include "fmha_jit/error.hpp"
 #include "support/test_support.hpp"
@@ -178,4 +181,28 @@ TEST_CASE("api misuse: runner_for checks the problem before it compiles the tile
   CHECK(fs::exists(tmp.path() / "v1" / "entries" / variant.key().substr(0, 2) / variant.key()));
   p.seqlen_q = p.seqlen_k = 4096;
   CHECK(&r.runner->runner_for(p) == r.runner.get());
+}
+
+TEST_CASE("api misuse: an environment variable with a value not accepted fails setup", "[rtc]") {
+  test::TempDir tmp;
+  struct Case {
+    const char* variable;
+    const char* value;
+  };
+  for (const Case c : {Case{"FMHA_JIT_LOCK_TIMEOUT_MS", "abc"},
+                       Case{"FMHA_JIT_CACHE_MAX_BYTES", "1GB"}, Case{"FMHA_JIT_LINEINFO", "true"},
+                       Case{"FMHA_JIT_ARCH", "sm_100"}, Case{"FMHA_JIT_DEVICE", "nvidia"}}) {
+    INFO(c.variable << "=" << c.value);
+    ::setenv(c.variable, c.value, 1);
+    const auto r = setup_fmha_dispatcher(test::small_config(),
+                                         {.cache_dir = tmp.path() / "cache", .load = false});
+    ::unsetenv(c.variable);
+    CHECK_FALSE(r.success);
+    CHECK_FALSE(r.runner);
+    CHECK(r.error_code == ErrorCode::invalid_argument);
+    CHECK_THAT(r.error, Catch::StartsWith(std::string(c.variable) + " = " + c.value) &&
+                            Catch::Contains("accepted: "));
+  }
+  // Nothing was compiled or stored on the way to those errors.
+  CHECK_FALSE(fs::exists(tmp.path() / "cache"));
 }

@@ -51,6 +51,7 @@ class FakeDevice final : public device::DeviceApi {
 
   Vendor vendor() const override { return Vendor::nvidia; }
   bool available() const override { return true; }
+  bool present() const override { return true; }
   const std::string& unavailable_reason() const override { return no_reason_; }
   std::string arch() const override { return current().arch; }
   std::string name() const override { return current().name; }

@@ -144,6 +144,18 @@ TEST_CASE("sweep: lists expand to a product; invalid points are skipped with a r
   CHECK(skipped == 4);
 }
 
+TEST_CASE("sweep: a point without hdim_v takes its own hdim_q", "[sweep]") {
+  const auto items = codegen::plan_sweep(nlohmann::json::parse(
+      R"({"family": ["fwd", "bwd"], "hdim_q": [64, 128], "arch": "sm_90", "impl": "reference"})"));
+  REQUIRE(items.size() == 4);
+  for (const auto& item : items) {
+    INFO(item.point.dump() << ": " << item.skip_reason);
+    CHECK(item.valid);
+    CHECK(item.config.hdim_v == item.config.hdim_q);
+    CHECK(item.config.hdim_q == item.point["hdim_q"].get<int>());
+  }
+}
+
 TEST_CASE("sweep: duplicates after canonicalisation are dropped", "[sweep]") {
   // deterministic does not apply to fwd: two points, one kernel.
   const auto items = codegen::plan_sweep(

@@ -73,6 +73,25 @@ TEST_CASE("config: missing fields take their defaults", "[config]") {
   CHECK(config_from_json(nlohmann::json::object()) == FmhaKernelConfig{});
 }
 
+TEST_CASE("config: hdim_v defaults to hdim_q when only hdim_q is given", "[config]") {
+  // As `fmha-jit run --hdim-q` does: a file naming one head dim means it for both.
+  for (int hdim : {32, 64, 96, 192, 256}) {
+    INFO("hdim_q " << hdim);
+    const auto c = config_from_json({{"family", "fwd"}, {"hdim_q", hdim}, {"arch", "sm_90"}});
+    CHECK(c.hdim_q == hdim);
+    CHECK(c.hdim_v == hdim);
+    CHECK_NOTHROW(validate(c));
+  }
+  // Given, hdim_v is kept, also where it differs from hdim_q.
+  const auto pair = config_from_json({{"hdim_q", 192}, {"hdim_v", 128}});
+  CHECK(pair.hdim_q == 192);
+  CHECK(pair.hdim_v == 128);
+  // hdim_v alone does not change hdim_q's default.
+  const auto only_v = config_from_json({{"hdim_v", 64}});
+  CHECK(only_v.hdim_q == FmhaKernelConfig{}.hdim_q);
+  CHECK(only_v.hdim_v == 64);
+}
+
 TEST_CASE("config: parse errors name field, value and accepted values", "[config]") {
   SECTION("unknown field") {
     auto j = base_json();

@@ -137,6 +137,21 @@ void print_skips(const SweepPlan& plan) {
   for (const auto& s : plan.skipped) fmt::print("skipped {}\n", describe(s));
 }
 
+// The error of a run in which `failed` kernels did not build or a file gave nothing to build
+// (a typo in a head dim or arch skips every point of a file: a cache warmed from it would miss
+// every key it was meant to hold). Empty when neither happened.
+std::string failure_summary(const SweepPlan& plan, int failed, std::size_t kernels,
+                            const char* verb) {
+  std::vector<std::string> parts;
+  if (failed > 0) parts.push_back(fmt::format("{} of {} kernels {}", failed, kernels, verb));
+  if (!plan.files_without_configs.empty()) {
+    parts.push_back(
+        fmt::format("nothing to build in {} (no valid config: every point skipped, or none given)",
+                    fmt::join(plan.files_without_configs, ", ")));
+  }
+  return fmt::format("{}", fmt::join(parts, "; "));
+}
+
 void dry_run(const PrebuildOptions& o, const GlobalOptions& g, const SweepPlan& plan) {
   nlohmann::json kernels = nlohmann::json::array();
   Table table({"NAME", "KEY"});
@@ -158,7 +173,8 @@ void dry_run(const PrebuildOptions& o, const GlobalOptions& g, const SweepPlan& 
     fmt::print("{}\n", nlohmann::json{{"dry_run", true},
                                       {"kernels", kernels},
                                       {"skipped", plan.skipped.size()},
-                                      {"skips", skips_json(plan)}}
+                                      {"skips", skips_json(plan)},
+                                      {"files_without_configs", plan.files_without_configs}}
                            .dump(2));
   } else {
     if (!g.quiet) print_skips(plan);
@@ -168,7 +184,10 @@ void dry_run(const PrebuildOptions& o, const GlobalOptions& g, const SweepPlan& 
                  g.cache_root().string(), plan.skipped.size());
     }
   }
-  if (errors > 0) throw CommandFailed(fmt::format("{} kernels have no key", errors));
+  if (const auto why = failure_summary(plan, errors, plan.configs.size(), "have no key");
+      !why.empty()) {
+    throw CommandFailed(why);
+  }
 }
 
 void run_prebuild(const PrebuildOptions& o, const GlobalOptions& g) {
@@ -177,7 +196,6 @@ void run_prebuild(const PrebuildOptions& o, const GlobalOptions& g) {
   if (o.dry_run) return dry_run(o, g, plan);
 
   if (!o.json && !g.quiet) print_skips(plan);
-  if (plan.configs.empty()) spdlog::warn("no valid config in {}", fmt::join(o.files, ", "));
   spdlog::debug("building {} kernels on {} threads into {}", plan.configs.size(), o.jobs,
                 g.cache_root().string());
 
@@ -215,7 +233,8 @@ void run_prebuild(const PrebuildOptions& o, const GlobalOptions& g) {
                                       {"wall_s", wall},
                                       {"median_compile_s", median_compile},
                                       {"kernels", kernels},
-                                      {"skips", skips_json(plan)}}
+                                      {"skips", skips_json(plan)},
+                                      {"files_without_configs", plan.files_without_configs}}
                            .dump(2));
   } else {
     // Quiet mode drew no progress, so failures have not been shown yet.
@@ -230,8 +249,9 @@ void run_prebuild(const PrebuildOptions& o, const GlobalOptions& g) {
       fmt::print("\n");
     }
   }
-  if (failed > 0) {
-    throw CommandFailed(fmt::format("{} of {} kernels failed to build", failed, results.size()));
+  if (const auto why = failure_summary(plan, failed, results.size(), "failed to build");
+      !why.empty()) {
+    throw CommandFailed(why);
   }
 }
 
@@ -245,7 +265,8 @@ Command add_prebuild_command(CLI::App& app, const GlobalOptions& g) {
   sub->footer(
       "A sweep is a JSON object whose list-valued fields expand to their cartesian product, or an "
       "array of such objects. Unsupported points are skipped with the reason. Exits 1 if a kernel "
-      "fails to build; the others are still built.");
+      "fails to build or a file has no valid point (nothing to build); the others are still "
+      "built.");
   sub->add_option("files", o->files, "Config or sweep files")->required()->type_name("FILE.json");
   sub->add_option("-j,--jobs", o->jobs, "Parallel compiles")
       ->capture_default_str()

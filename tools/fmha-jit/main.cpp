@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "cache/cache_dir.hpp"
+#include "dispatcher/environment.hpp"
 #include "fmha_jit/error.hpp"
 #include "tools/fmha-jit/cli.hpp"
 
@@ -98,6 +99,8 @@ int main(int argc, char** argv) {
   if (g.quiet) spdlog::set_level(spdlog::level::warn);
 
   try {
+    // Before any command: a variable set to a value not accepted fails every command alike.
+    fmha_jit::dispatch::check_environment();
     for (auto& c : commands) {
       if (app.got_subcommand(c.app)) c.run();
     }

@@ -1,5 +1,6 @@
 #include "tools/fmha-jit/sweep_files.hpp"
 
+#include <algorithm>
 #include <fstream>
 #include <set>
 
@@ -38,6 +39,9 @@ void add_to_plan(SweepPlan& plan, const nlohmann::json& document, const std::str
   // and a second obtain of the same config would only report a misleading memory hit.
   std::set<std::string> seen;
   for (const auto& c : plan.configs) seen.insert(to_json(c).dump());
+  if (std::none_of(items.begin(), items.end(), [](const auto& item) { return item.valid; })) {
+    plan.files_without_configs.push_back(origin);
+  }
   for (auto& item : items) {
     if (!item.valid) {
       plan.skipped.push_back({origin, std::move(item.point), std::move(item.skip_reason)});

@@ -25,6 +25,9 @@ struct SweepPlan {
   std::vector<FmhaKernelConfig> configs;    // canonical, unique across all files, in file order
   std::vector<std::string> impl_fallbacks;  // per config: codegen::impl_fallback_reason, or empty
   std::vector<SkippedPoint> skipped;
+  // Files none of whose points is valid (every point skipped, or no point at all): they give
+  // nothing to build, which prebuild reports as an error.
+  std::vector<std::string> files_without_configs;
 };
 
 // Adds the points of one parsed document (`origin` names it in skip reasons).
