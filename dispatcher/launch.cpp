@@ -209,6 +209,21 @@ FmhaBwdParams make_bwd_params(const FmhaKernelConfig& c, const FmhaProblem& p, c
   check_output_strides("d_q", p.dq_stride(), p.batch, p.nhead_q, p.seqlen_q, p.hdim_q);
   check_output_strides("d_k", p.dk_stride(), p.batch, p.nhead_k, p.seqlen_k, p.hdim_q);
   check_output_strides("d_v", p.dv_stride(), p.batch, p.nhead_k, p.seqlen_k, p.hdim_v);
+  if (workspace) place_bwd_workspace(params, c, p, workspace);
+  // split_parts = 0 until the runner sets the device's choice (bwd_split_tail).
+  params.det_group_heads = 1;  // the runner sets the device's choice (det_group_heads)
+  params.det_asc_pairs = det_asc_pairs(c, p);
+  params.det_tail_pairs = 0;  // the runner sets the planned tail (bwd_causal_sections)
+  params.det_alternate = 0;   // likewise
+  params.det_asc_walk_up = 0;
+  params.det_asc_walk_from = 0;
+  params.det_up_cells = det_up_cells(c, p);
+  params.causal_section_pairs = 1;  // the runner sets the planned sections (bwd_causal_sections)
+  return params;
+}
+
+void place_bwd_workspace(FmhaBwdParams& params, const FmhaKernelConfig& c, const FmhaProblem& p,
+                         void* workspace) {
   const BwdWorkspaceLayout w = bwd_workspace_layout(c, p);
   auto* base = static_cast<unsigned char*>(workspace);
   params.d_rowsum = reinterpret_cast<float*>(base + w.d_rowsum);
@@ -222,16 +237,6 @@ FmhaBwdParams make_bwd_params(const FmhaKernelConfig& c, const FmhaProblem& p, c
     params.split_dkdv = reinterpret_cast<float*>(base + w.split_dkdv);
     params.split_counters = reinterpret_cast<int*>(base + w.split_counters);
   }
-  // split_parts = 0 until the runner sets the device's choice (bwd_split_tail).
-  params.det_group_heads = 1;  // the runner sets the device's choice (det_group_heads)
-  params.det_asc_pairs = det_asc_pairs(c, p);
-  params.det_tail_pairs = 0;  // the runner sets the planned tail (bwd_causal_sections)
-  params.det_alternate = 0;   // likewise
-  params.det_asc_walk_up = 0;
-  params.det_asc_walk_from = 0;
-  params.det_up_cells = det_up_cells(c, p);
-  params.causal_section_pairs = 1;  // the runner sets the planned sections (bwd_causal_sections)
-  return params;
 }
 
 void set_bwd_device_choices(FmhaBwdParams& params, const FmhaKernelConfig& c, const FmhaProblem& p,

@@ -30,8 +30,13 @@ FmhaFwdSm90Params make_fwd_sm90a_params(const FmhaKernelConfig& canonical, const
 // make_fwd_sm90a_params that needs no driver.
 void set_fwd_sm90a_work(FmhaFwdSm90Params& params, const FmhaKernelConfig& canonical,
                         const FwdSplitTail& split, void* split_workspace);
+// A null `workspace` checks the tensors and leaves the workspace pointers for
+// place_bwd_workspace (the runner's own scratch is taken only once the arguments are known good).
 FmhaBwdParams make_bwd_params(const FmhaKernelConfig& canonical, const FmhaProblem& problem,
                               const BwdTensors& tensors, void* workspace);
+// Points the backward's scratch tensors (bwd_workspace_layout) into `workspace`.
+void place_bwd_workspace(FmhaBwdParams& params, const FmhaKernelConfig& canonical,
+                         const FmhaProblem& problem, void* workspace);
 // The backward's choices that depend on the device's SM count: the deterministic mode's group size
 // (det_group_heads) and the atomic mode's split tail (bwd_split_tail).
 void set_bwd_device_choices(FmhaBwdParams& params, const FmhaKernelConfig& canonical,

@@ -155,6 +155,7 @@ class KernelRunner final : public FmhaRunner {
                          "a pointer aligned to 256 bytes");
       }
     }
+    FmhaBwdParams params = make_bwd_params(config(), problem, tensors, workspace);
     device::DeviceApi& api = device::require_device("run_bwd");
     const Launch launch = prepare_launch(api);
     // Without a caller's workspace the runner's scratch of this (context, stream) serves, and
@@ -164,9 +165,9 @@ class KernelRunner final : public FmhaRunner {
     if (!workspace) {
       StreamScratch& s = stream_scratch(launch.context, stream);
       stream_lock = std::unique_lock(s.launch_mutex);
-      workspace = grow(s.workspace, need, stream, /*zeroed=*/false);
+      place_bwd_workspace(params, config(), problem,
+                          grow(s.workspace, need, stream, /*zeroed=*/false));
     }
-    FmhaBwdParams params = make_bwd_params(config(), problem, tensors, workspace);
     const int sms = api.multiprocessor_count();
     set_bwd_device_choices(params, config(), problem, sms);
     if (config().impl == KernelImpl::wgmma_sm90a && is_causal(config().mask)) {

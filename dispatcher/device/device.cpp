@@ -97,21 +97,28 @@ int gpu_multiprocessor_count() {
 
 DeviceBuffer::DeviceBuffer(std::size_t bytes) : bytes_(bytes) {
   // Drivers reject zero-byte allocations; an empty buffer holds no pointer.
-  if (bytes > 0) ptr_ = device::require_device("DeviceBuffer").allocate(bytes);
+  if (bytes > 0) {
+    device::DeviceApi& api = device::require_device("DeviceBuffer");
+    ptr_ = api.allocate(bytes);
+    owner_ = &api;
+  }
 }
 
 DeviceBuffer::~DeviceBuffer() {
-  if (ptr_) device::active_device()->release(ptr_);
+  if (ptr_) static_cast<device::DeviceApi*>(owner_)->release(ptr_);
 }
 
 DeviceBuffer::DeviceBuffer(DeviceBuffer&& other) noexcept
-    : ptr_(std::exchange(other.ptr_, nullptr)), bytes_(std::exchange(other.bytes_, 0)) {}
+    : ptr_(std::exchange(other.ptr_, nullptr)),
+      bytes_(std::exchange(other.bytes_, 0)),
+      owner_(std::exchange(other.owner_, nullptr)) {}
 
 DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& other) noexcept {
   if (this != &other) {
-    if (ptr_) device::active_device()->release(ptr_);
+    if (ptr_) static_cast<device::DeviceApi*>(owner_)->release(ptr_);
     ptr_ = std::exchange(other.ptr_, nullptr);
     bytes_ = std::exchange(other.bytes_, 0);
+    owner_ = std::exchange(other.owner_, nullptr);
   }
   return *this;
 }

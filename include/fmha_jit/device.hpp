@@ -37,6 +37,7 @@ class DeviceBuffer {
  private:
   void* ptr_ = nullptr;
   std::size_t bytes_ = 0;
+  void* owner_ = nullptr;  // the device layer that allocated ptr_, which frees it
 };
 
 void device_synchronize(void* stream = nullptr);

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "dispatcher/device/device_api.hpp"
+#include "dispatcher/runner.hpp"
 
 namespace fmha_jit::test {
 
@@ -99,11 +100,15 @@ class FakeDevice final : public device::DeviceApi {
   std::size_t allocations_ = 0, live_ = 0;
 };
 
-// Routes the process's device calls to `fake` for the scope's life.
+// Routes the process's device calls to `fake` for the scope's life. Runners made meanwhile hold
+// the double's memory and modules, so the scope's end drops the process's runner memo too.
 class ScopedDeviceOverride {
  public:
   explicit ScopedDeviceOverride(device::DeviceApi& fake) { device::override_active_device(&fake); }
-  ~ScopedDeviceOverride() { device::override_active_device(nullptr); }
+  ~ScopedDeviceOverride() {
+    dispatch::clear_runner_memo();
+    device::override_active_device(nullptr);
+  }
   ScopedDeviceOverride(const ScopedDeviceOverride&) = delete;
   ScopedDeviceOverride& operator=(const ScopedDeviceOverride&) = delete;
 };
