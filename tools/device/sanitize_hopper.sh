@@ -32,7 +32,7 @@ done
 for how in mbarriers __syncthreads; do
   t="gpu sm90a: the handoff probe passes rows between warps through $how"
   report=$(timeout 120 compute-sanitizer --tool racecheck --print-limit 20 \
-    .carry/bin/fmha_jit_gpu_tests "$t" 2>&1)
+    .carry/bin/fmha_jit_gpu_sm90_tests "$t" 2>&1)
   echo "racecheck [$t] rc $?: $(grep -E 'RACECHECK SUMMARY' <<<"$report") $(grep -cE 'FAILED' \
     <<<"$report") failed assertions"
   printf '===== racecheck %s\n%s\n' "$t" "$report" >> "$log"
