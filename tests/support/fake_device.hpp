@@ -100,7 +100,7 @@ class FakeDevice final : public device::DeviceApi {
   std::size_t allocations_ = 0, live_ = 0;
 };
 
-// Routes the process's device calls to `fake` for the scope's life. Runners made meanwhile hold
+// Routes the process's device layer to `fake` for the scope's life. Runners made meanwhile hold
 // the double's memory and modules, so the scope's end drops the process's runner memo too.
 class ScopedDeviceOverride {
  public:
