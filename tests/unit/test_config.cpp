@@ -5,22 +5,13 @@
 #include "codegen/tile_shapes.hpp"
 #include "fmha_jit/config.hpp"
 #include "fmha_jit/error.hpp"
+#include "support/field_error.hpp"
 
 using namespace fmha_jit;
 
 namespace {
 
-// The FieldError thrown by f, checked to name `field` and to list `accepted_fragment`.
-template <class F>
-FieldError field_error(F&& f) {
-  try {
-    f();
-  } catch (const FieldError& e) {
-    return e;
-  }
-  FAIL("no FieldError thrown");
-  throw;  // unreachable
-}
+using test::field_error;
 
 nlohmann::json base_json() {
   return {{"family", "fwd"}, {"dtype", "bf16"}, {"hdim_q", 128},

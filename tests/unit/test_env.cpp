@@ -10,6 +10,7 @@
 
 #include "fmha_jit/error.hpp"
 #include "support/env.hpp"
+#include "support/field_error.hpp"
 
 using namespace fmha_jit;
 
@@ -33,16 +34,7 @@ class ScopedVariable {
   ScopedVariable& operator=(const ScopedVariable&) = delete;
 };
 
-template <class F>
-FieldError field_error(F&& f) {
-  try {
-    f();
-  } catch (const FieldError& e) {
-    return e;
-  }
-  FAIL("no FieldError thrown");
-  throw;  // unreachable
-}
+using test::field_error;
 
 constexpr std::uint64_t kMax64 = std::numeric_limits<std::uint64_t>::max();
 

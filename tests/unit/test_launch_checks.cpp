@@ -10,6 +10,7 @@
 #include "common/fmha_params.h"
 #include "dispatcher/launch.hpp"
 #include "fmha_jit/error.hpp"
+#include "support/field_error.hpp"
 #include "support/test_support.hpp"
 
 using namespace fmha_jit;
@@ -25,16 +26,7 @@ static std::ostream& operator<<(std::ostream& out, const FmhaStrides& s) {
 
 namespace {
 
-template <class F>
-FieldError field_error(F&& f) {
-  try {
-    f();
-  } catch (const FieldError& e) {
-    return e;
-  }
-  FAIL("no FieldError thrown");
-  throw;  // unreachable
-}
+using test::field_error;
 
 FmhaKernelConfig reference_config(Family family) {
   return canonicalize(test::small_config(family));  // hdim 64, 2-byte alignment
