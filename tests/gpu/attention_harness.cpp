@@ -132,6 +132,23 @@ std::size_t TensorGeometry::storage() const {
   return static_cast<std::size_t>(offset(batch - 1, heads - 1, seqlen - 1) + hdim);
 }
 
+std::vector<AttentionCase> strided_cases() {
+  std::vector<AttentionCase> cases;
+  for (int hdim : {64, 128}) {
+    for (Layout layout : {Layout::bshd, Layout::bhsd}) {
+      for (Storage storage : {Storage::padded, Storage::transposed}) {
+        AttentionCase c{DType::bf16, hdim, hdim,  MaskKind::causal_top_left, 2, 4, 2,
+                        300,         333,  layout};
+        if (storage == Storage::transposed) c.mask = MaskKind::causal_bottom_right;
+        if (layout == Layout::bhsd) c.dtype = DType::fp16;
+        c.storage = storage;
+        cases.push_back(c);
+      }
+    }
+  }
+  return cases;
+}
+
 FmhaProblem problem_of(const AttentionCase& c) {
   FmhaProblem p;
   p.batch = c.batch;

@@ -150,6 +150,11 @@ BackwardRepro verify_backward(const AttentionCase& c, KernelImpl impl, bool dete
 BackwardRepro check_backward(const AttentionCase& c, KernelImpl impl, bool deterministic,
                              std::uint32_t seed, int runs = 2);
 
+// The non-dense layouts every impl is checked on: hdim 64 and 128, bshd and bhsd, each with padded
+// rows / heads (Storage::padded) and as data of the other layout given through strides
+// (Storage::transposed), under causal masks, at 300 x 333 (partial tiles, GQA 2:1).
+std::vector<AttentionCase> strided_cases();
+
 // Every mask kind, in the order the gpu cases sweep them.
 inline const std::vector<MaskKind> kAllMasks = {MaskKind::none, MaskKind::causal_top_left,
                                                 MaskKind::causal_bottom_right,

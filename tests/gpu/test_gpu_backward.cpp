@@ -120,19 +120,8 @@ TEST_CASE("gpu bwd: the tiles of sm_80 and the 99 KB archs, run on this GPU", "[
 
 TEST_CASE("gpu bwd: padded and transposed strides under causal masks, hdim 64 and 128", "[gpu]") {
   std::uint32_t seed = 34000;
-  for (int hdim : {64, 128}) {
-    for (Layout layout : {Layout::bshd, Layout::bhsd}) {
-      for (test::Storage storage : {test::Storage::padded, test::Storage::transposed}) {
-        for (bool det : {false, true}) {
-          AttentionCase c{DType::bf16, hdim, hdim,  MaskKind::causal_top_left, 2, 4, 2,
-                          300,         333,  layout};
-          if (storage == test::Storage::transposed) c.mask = MaskKind::causal_bottom_right;
-          if (layout == Layout::bhsd) c.dtype = DType::fp16;
-          c.storage = storage;
-          test::check_backward(c, KernelImpl::mma_sm80, det, seed++);
-        }
-      }
-    }
+  for (const AttentionCase& c : test::strided_cases()) {
+    for (bool det : {false, true}) test::check_backward(c, KernelImpl::mma_sm80, det, seed++);
   }
 }
 

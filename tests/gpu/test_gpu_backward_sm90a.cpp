@@ -165,19 +165,8 @@ TEST_CASE("gpu sm90a bwd: padded and transposed strides under causal masks, hdim
   // The tensor maps (Q, K, V, dO) and the dQ / dK / dV stores take the strides as given: padded
   // rows or heads that must stay untouched, and bhsd data described as a bshd problem's strides.
   std::uint32_t seed = 52000;
-  for (int hdim : {64, 128}) {
-    for (Layout layout : {Layout::bshd, Layout::bhsd}) {
-      for (test::Storage storage : {test::Storage::padded, test::Storage::transposed}) {
-        for (bool det : {false, true}) {
-          AttentionCase c{DType::bf16, hdim, hdim,  MaskKind::causal_top_left, 2, 4, 2,
-                          300,         333,  layout};
-          if (storage == test::Storage::transposed) c.mask = MaskKind::causal_bottom_right;
-          if (layout == Layout::bhsd) c.dtype = DType::fp16;
-          c.storage = storage;
-          test::check_backward(c, KernelImpl::wgmma_sm90a, det, seed++);
-        }
-      }
-    }
+  for (const AttentionCase& c : test::strided_cases()) {
+    for (bool det : {false, true}) test::check_backward(c, KernelImpl::wgmma_sm90a, det, seed++);
   }
 }
 

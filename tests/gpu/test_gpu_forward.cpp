@@ -91,17 +91,8 @@ TEST_CASE("gpu fwd: the tiles of sm_80 and the 99 KB archs, run on this GPU", "[
 
 TEST_CASE("gpu fwd: padded and transposed strides under causal masks, hdim 64 and 128", "[gpu]") {
   std::uint32_t seed = 14000;
-  for (int hdim : {64, 128}) {
-    for (Layout layout : {Layout::bshd, Layout::bhsd}) {
-      for (test::Storage storage : {test::Storage::padded, test::Storage::transposed}) {
-        AttentionCase c{DType::bf16, hdim, hdim,  MaskKind::causal_top_left, 2, 4, 2,
-                        300,         333,  layout};
-        if (storage == test::Storage::transposed) c.mask = MaskKind::causal_bottom_right;
-        if (layout == Layout::bhsd) c.dtype = DType::fp16;
-        c.storage = storage;
-        test::check_forward(c, KernelImpl::mma_sm80, seed++);
-      }
-    }
+  for (const AttentionCase& c : test::strided_cases()) {
+    test::check_forward(c, KernelImpl::mma_sm80, seed++);
   }
 }
 

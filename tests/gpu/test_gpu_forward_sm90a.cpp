@@ -247,17 +247,8 @@ TEST_CASE("gpu sm90a fwd: padded and transposed strides under causal masks, hdim
   // The tensor maps take the strides as given: rows or heads with padding between them (which
   // the TMA boxes must not read into O), and bhsd data described as a bshd problem's strides.
   std::uint32_t seed = 51000;
-  for (int hdim : {64, 128}) {
-    for (Layout layout : {Layout::bshd, Layout::bhsd}) {
-      for (test::Storage storage : {test::Storage::padded, test::Storage::transposed}) {
-        AttentionCase c{DType::bf16, hdim, hdim,  MaskKind::causal_top_left, 2, 4, 2,
-                        300,         333,  layout};
-        if (storage == test::Storage::transposed) c.mask = MaskKind::causal_bottom_right;
-        if (layout == Layout::bhsd) c.dtype = DType::fp16;
-        c.storage = storage;
-        test::check_forward(c, KernelImpl::wgmma_sm90a, seed++);
-      }
-    }
+  for (const AttentionCase& c : test::strided_cases()) {
+    test::check_forward(c, KernelImpl::wgmma_sm90a, seed++);
   }
 }
 
