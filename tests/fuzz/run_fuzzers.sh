@@ -7,7 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 seconds=${1:-60}
 shift || true
-targets=("${@:-config sweep npy}")
+targets=("${@:-config sweep npy env}")
 work=${WORK:-$(mktemp -d)}
 status=0
 for t in ${targets[@]}; do
