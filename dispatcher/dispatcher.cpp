@@ -194,9 +194,6 @@ FmhaSetupResult setup_fmha_dispatcher(const FmhaKernelConfig& config, const Setu
   const auto start = std::chrono::steady_clock::now();
   FmhaSetupResult result;
   try {
-    // Every run of setup, the memo's fast path included: a variable set wrong is an error now,
-    // not when some later path reads it.
-    dispatch::check_environment();
     const std::filesystem::path root =
         options.cache_dir ? *options.cache_dir : cache::default_cache_root();
     // Fast path: a config this process has already set up for this root returns its runner with
@@ -205,6 +202,10 @@ FmhaSetupResult setup_fmha_dispatcher(const FmhaKernelConfig& config, const Setu
       result.source = BinarySource::memory;
       result.runner = runner;
     } else {
+      // Before any work: a variable set wrong is an error now, not when some later path reads it
+      // (a disk hit never reads the lock timeout). The memo's fast path above reads none of them,
+      // and a third of its time went to this check.
+      dispatch::check_environment();
       if (const std::string why = codegen::impl_fallback_reason(config); !why.empty()) {
         spdlog::info("{} {}: {}", to_string(config.family), config.arch, why);
       }
