@@ -116,7 +116,7 @@ class KernelRunner final : public FmhaRunner {
     if (config().impl == KernelImpl::wgmma_sm90a) {
       device::DeviceApi& api = device::require_device("run_fwd");
       const Launch launch = prepare_launch(api);
-      const int sms = api.multiprocessor_count();
+      const int sms = launch.multiprocessors;
       const FwdSplitTail split = fwd_split_tail(config(), problem, sms);
       void* scratch = nullptr;
       std::unique_lock<std::mutex> stream_lock;
@@ -168,7 +168,7 @@ class KernelRunner final : public FmhaRunner {
       place_bwd_workspace(params, config(), problem,
                           grow(s.workspace, need, stream, /*zeroed=*/false));
     }
-    const int sms = api.multiprocessor_count();
+    const int sms = launch.multiprocessors;
     set_bwd_device_choices(params, config(), problem, sms);
     if (config().impl == KernelImpl::wgmma_sm90a && is_causal(config().mask)) {
       const BwdCausalSections sections = causal_sections(problem, sms);
@@ -203,13 +203,16 @@ class KernelRunner final : public FmhaRunner {
 
  private:
   // The module's stage functions in the context a call launches in.
+  // The context a call launches in, its module there, and its GPU's SM count (each a driver
+  // query, so read once per call).
   struct Launch {
     void* context = nullptr;
     std::shared_ptr<const LoadedModule> module;
+    int multiprocessors = 0;
   };
   Launch prepare_launch(device::DeviceApi& api) {
     void* context = api.current_context();
-    return {context, module_in(api, context)};
+    return {context, module_in(api, context), api.multiprocessor_count()};
   }
 
   std::shared_ptr<const LoadedModule> module_in(device::DeviceApi& api, void* context) {
@@ -254,7 +257,7 @@ class KernelRunner final : public FmhaRunner {
   template <class Params>
   void launch_all(device::DeviceApi& api, const Launch& launch, const FmhaProblem& problem,
                   Params* params, void* stream, const StageHook* hook) {
-    const auto stages = plan_stages(config(), problem, api.multiprocessor_count());
+    const auto stages = plan_stages(config(), problem, launch.multiprocessors);
     void* args[] = {params};
     for (std::size_t i = 0; i < stages.size(); ++i) {
       const auto& s = stages[i];
