@@ -3,11 +3,11 @@
 #include <cuda.h>
 
 #include <cstring>
-#include <map>
 #include <mutex>
 #include <string>
 
 #include "dispatcher/device/device_api.hpp"
+#include "dispatcher/device/device_properties.hpp"
 #include "dispatcher/device/dynamic_library.hpp"
 #include "fmha_jit/error.hpp"
 
@@ -88,7 +88,6 @@ class CudaDriver final : public DeviceApi {
       reason_ = "cannot read the properties of GPU 0";
       return;
     }
-    properties_.emplace(device_, device0_);
     available_ = true;
   }
 
@@ -246,12 +245,7 @@ class CudaDriver final : public DeviceApi {
       throw Error(ErrorCode::device_error, std::string(what) + " failed: " + describe(rc));
     }
   }
-  struct Properties {
-    std::string arch, name;
-    int multiprocessors = 0;
-    int max_dynamic_smem = 0;
-  };
-  bool read_properties(CUdevice device, Properties* out) const {
+  bool read_properties(CUdevice device, DeviceProperties* out) const {
     int major = 0, minor = 0;
     char name[256] = {};
     if (cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, device) !=
@@ -272,22 +266,17 @@ class CudaDriver final : public DeviceApi {
   }
   // The properties of the device of the calling thread's current context (GPU 0 where none is
   // current), read once per device: a process may drive several GPUs, one per thread or in turn.
-  const Properties& current_properties() const {
+  const DeviceProperties& current_properties() const {
     if (!available_) return device0_;
     bind_context();
     CUdevice device = device_;
     check(cuCtxGetDevice(&device), "cuCtxGetDevice");
-    std::lock_guard lock(properties_mutex_);
-    auto it = properties_.find(device);
-    if (it == properties_.end()) {
-      Properties p;
-      if (!read_properties(device, &p)) {
-        throw Error(ErrorCode::device_error,
-                    "cannot read the properties of CUDA device " + std::to_string(device));
-      }
-      it = properties_.emplace(device, std::move(p)).first;
-    }
-    return it->second;
+    return properties_.get(
+        device, [&](CUdevice d, DeviceProperties* p) { return read_properties(d, p); },
+        [](CUdevice d) {
+          throw Error(ErrorCode::device_error,
+                      "cannot read the properties of CUDA device " + std::to_string(d));
+        });
   }
   // Driver calls act on the calling thread's current context; make it the primary context of
   // GPU 0 unless the caller (e.g. PyTorch) already made one current.
@@ -309,10 +298,8 @@ class CudaDriver final : public DeviceApi {
   std::string reason_;
   CUdevice device_ = 0;
   CUcontext context_ = nullptr;
-  Properties device0_;
-  mutable std::mutex properties_mutex_;
-  // Entries are never erased, so references into the map stay valid.
-  mutable std::map<CUdevice, Properties> properties_;
+  DeviceProperties device0_;
+  mutable DevicePropertiesTable properties_;
 };
 
 }  // namespace

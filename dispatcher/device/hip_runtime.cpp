@@ -2,11 +2,10 @@
 #include <hip/hip_runtime_api.h>
 
 #include <cstdint>
-#include <map>
-#include <mutex>
 #include <string>
 
 #include "dispatcher/device/device_api.hpp"
+#include "dispatcher/device/device_properties.hpp"
 #include "dispatcher/device/dynamic_library.hpp"
 #include "fmha_jit/error.hpp"
 
@@ -68,7 +67,6 @@ class HipRuntime final : public DeviceApi {
       reason_ = "hipGetDeviceProperties failed";
       return;
     }
-    properties_.emplace(0, device0_);
     available_ = true;
   }
 
@@ -175,12 +173,7 @@ class HipRuntime final : public DeviceApi {
   }
 
  private:
-  struct Properties {
-    std::string arch, name;
-    int multiprocessors = 0;
-    int max_dynamic_smem = 0;
-  };
-  bool read_properties(int device, Properties* out) const {
+  bool read_properties(int device, DeviceProperties* out) const {
     hipDeviceProp_t props{};
     if (hipGetDeviceProperties(&props, device) != hipSuccess) return false;
     // gcnArchName reads like "gfx90a:sramecc+:xnack-"; the config arch is the part before ':'.
@@ -198,21 +191,16 @@ class HipRuntime final : public DeviceApi {
     return device;
   }
   // The properties of the calling thread's current device, read once per device.
-  const Properties& current_properties() const {
+  const DeviceProperties& current_properties() const {
     if (!available_) return device0_;
-    const int device = current_device();
-    std::lock_guard lock(properties_mutex_);
-    auto it = properties_.find(device);
-    if (it == properties_.end()) {
-      Properties p;
-      if (!read_properties(device, &p)) {
-        throw Error(ErrorCode::device_error,
-                    "hipGetDeviceProperties(" + std::to_string(device) + ") failed");
-      }
-      it = properties_.emplace(device, std::move(p)).first;
-    }
-    return it->second;
+    return properties_.get(
+        current_device(), [&](int d, DeviceProperties* p) { return read_properties(d, p); },
+        [](int d) {
+          throw Error(ErrorCode::device_error,
+                      "hipGetDeviceProperties(" + std::to_string(d) + ") failed");
+        });
   }
+
   void require() const {
     if (!available_) throw_no_device("a HIP call");
   }
@@ -234,10 +222,8 @@ class HipRuntime final : public DeviceApi {
   bool available_ = false;
   bool present_ = false;
   std::string reason_;
-  Properties device0_;
-  mutable std::mutex properties_mutex_;
-  // Entries are never erased, so references into the map stay valid.
-  mutable std::map<int, Properties> properties_;
+  DeviceProperties device0_;
+  mutable DevicePropertiesTable properties_;
 };
 
 }  // namespace
