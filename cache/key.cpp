@@ -1,7 +1,5 @@
 #include "cache/key.hpp"
 
-#include <nlohmann/json.hpp>
-
 #include "cache/hashing.hpp"
 
 namespace fmha_jit::cache {
@@ -15,22 +13,6 @@ void field(std::string& out, std::string_view name, std::string_view value) {
   out += '\n';
 }
 }  // namespace
-
-KeyInputs key_inputs(const FmhaKernelConfig& canonical, const codegen::RenderedEntry& entry,
-                     const codegen::rtc::RtcCompiler& compiler,
-                     const codegen::TemplateSet& templates) {
-  KeyInputs in;
-  in.canonical_config = to_json(canonical).dump();
-  in.arch = canonical.arch;
-  in.compiler_id = std::string(compiler.id());
-  in.compiler_version = compiler.version();
-  in.options = compiler.options(canonical);
-  in.entry_hash = xxh3_128_hex(entry.source);
-  for (const auto* t : templates.closure(entry.source)) {
-    in.templates.emplace_back(std::string(t->path), std::string(t->sha256));
-  }
-  return in;
-}
 
 std::string key_material(const KeyInputs& in) {
   std::string out = "fmha-jit cache key\n";

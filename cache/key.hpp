@@ -6,15 +6,13 @@
 #include <utility>
 #include <vector>
 
-#include "codegen/render.hpp"
-#include "codegen/rtc/compiler.hpp"
-#include "codegen/templates.hpp"
-
 namespace fmha_jit::cache {
 
 // Bumped whenever the on-disk layout or the meaning of an entry changes.
 inline constexpr int kCacheFormatVersion = 1;
 
+// Every input of a key, as text: the pipeline (dispatcher/pipeline.cpp) gathers them from the
+// canonical config, the rendered entry, the compiler and the templates; the cache only hashes them.
 struct KeyInputs {
   int format_version = kCacheFormatVersion;
   std::string canonical_config;  // canonical_string(config)
@@ -25,12 +23,6 @@ struct KeyInputs {
   std::string entry_hash;  // XXH3-128 of the rendered entry: covers changes of codegen itself
   std::vector<std::pair<std::string, std::string>> templates;  // (path, sha256), sorted by path
 };
-
-// Gathers the inputs for a canonical config rendered as `entry`, compiled by `compiler`, with the
-// templates the entry includes (transitively) taken from `templates`.
-KeyInputs key_inputs(const FmhaKernelConfig& canonical, const codegen::RenderedEntry& entry,
-                     const codegen::rtc::RtcCompiler& compiler,
-                     const codegen::TemplateSet& templates);
 
 // The text that is hashed: one line per input, each value length-prefixed ("name <len>:<value>") so
 // no value can imitate another field.

@@ -8,7 +8,7 @@ namespace fmha_jit::cache {
 
 nlohmann::json to_json(const Manifest& m) {
   nlohmann::json resources = nlohmann::json::array();
-  for (const auto& r : m.resources) resources.push_back(codegen::rtc::to_json(r));
+  for (const auto& r : m.resources) resources.push_back(support::to_json(r));
   nlohmann::json templates = nlohmann::json::array();
   for (const auto& [path, sha] : m.templates)
     templates.push_back({{"path", path}, {"sha256", sha}});
@@ -48,8 +48,7 @@ Manifest manifest_from_json(const nlohmann::json& j) {
     m.binary_size = j.at("binary").at("size").get<std::uint64_t>();
     m.binary_xxh3 = j.at("binary").at("xxh3_128").get<std::string>();
     m.source_file = j.at("source_file").get<std::string>();
-    for (const auto& r : j.at("resources"))
-      m.resources.push_back(codegen::rtc::resources_from_json(r));
+    for (const auto& r : j.at("resources")) m.resources.push_back(support::resources_from_json(r));
     m.compile_seconds = j.value("compile_seconds", 0.0);
     m.created = j.at("created").get<std::string>();
     m.last_used = j.at("last_used").get<std::string>();

@@ -9,7 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "codegen/rtc/compiler.hpp"
+#include "support/kernel_resources.hpp"
 
 namespace fmha_jit::cache {
 
@@ -27,7 +27,7 @@ struct Manifest {
   std::uint64_t binary_size = 0;
   std::string binary_xxh3;  // XXH3-128 hex of the binary
   std::string source_file;  // the rendered entry, kept for inspection and reproduction
-  std::vector<codegen::rtc::KernelResources> resources;
+  std::vector<support::KernelResources> resources;
   double compile_seconds = 0;
   std::string created;    // UTC ISO-8601
   std::string last_used;  // UTC ISO-8601 at creation; later uses touch the manifest's mtime

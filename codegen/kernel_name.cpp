@@ -16,14 +16,6 @@ std::string_view to_string(StageRole role) {
   return "?";
 }
 
-std::vector<StageRole> stage_roles(const FmhaKernelConfig& c) {
-  if (c.family == Family::fwd) return {StageRole::fwd};
-  if (c.impl == KernelImpl::mma_sm80 || c.impl == KernelImpl::wgmma_sm90a) {
-    return {StageRole::bwd_dot_do_o, StageRole::bwd_dq_dk_dv, StageRole::bwd_convert_dq};
-  }
-  return {StageRole::bwd_dot_do_o, StageRole::bwd_dq, StageRole::bwd_dkdv};
-}
-
 std::string kernel_base_name(const FmhaKernelConfig& c) {
   std::string name = "fmha";
   for_each_field(c, [&](const FieldInfo& info, const auto& value) {

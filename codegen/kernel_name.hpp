@@ -9,8 +9,8 @@
 
 namespace fmha_jit::codegen {
 
-// One __global__ entry of a module. The dispatcher's plan (dispatcher/plan.cpp) launches stages in
-// the order listed here.
+// One __global__ entry of a module. Each kernel family lists its stages in launch order
+// (kernels::KernelFamily::stage_roles).
 enum class StageRole : std::uint8_t {
   fwd,             // O (and LSE) from Q, K, V
   bwd_dot_do_o,    // D = rowsum(dO * O)
@@ -20,8 +20,6 @@ enum class StageRole : std::uint8_t {
   bwd_convert_dq,  // dQ = scale * the fp32 sums, in the dtype (mma_sm80)
 };
 std::string_view to_string(StageRole role);
-
-std::vector<StageRole> stage_roles(const FmhaKernelConfig& canonical);
 
 // e.g. fmha_fwd_reference_sm90_bf16_hq128_hv128_causal_top_left_lse_bm1_bn128_w4_s1. Built from
 // for_each_field(): enums by spelling, booleans by short name when true, ints as short name +

@@ -8,8 +8,9 @@
 #include <vector>
 
 #include "common/mask.h"
-#include "dispatcher/plan.hpp"
 #include "fmha_jit/error.hpp"
+#include "kernels/common/key_tiles.hpp"
+#include "kernels/registry.hpp"
 
 namespace fmha_jit::dispatch {
 
@@ -98,7 +99,7 @@ void check_output_strides(const char* name, const TensorStrides& s, std::int64_t
 // one of the backward's inputs, so the callers check what they write.
 FmhaFwdParams forward_tensor_params(const FmhaKernelConfig& c, const FmhaProblem& p,
                                     const FwdTensors& t) {
-  const std::size_t align = required_alignment_bytes(c);
+  const std::size_t align = kernels::required_alignment_bytes(c);
   check_pointer("q", t.q, align, true);
   check_pointer("k", t.k, align, true);
   check_pointer("v", t.v, align, true);
@@ -137,29 +138,7 @@ void check_problem(const FmhaKernelConfig& c, const FmhaProblem& p) {
     bad_problem("hdim_v", std::to_string(p.hdim_v),
                 std::to_string(c.hdim_v) + " (the kernel's hdim_v)");
   }
-  // The deterministic Hopper backward, and the atomic one under causal masks, launch their key
-  // tiles x kv heads x batch CTAs in one grid dimension (plan_stages); the deterministic one's
-  // semaphores count key tiles in 16-bit fields.
-  const bool one_dim = c.deterministic || is_causal(c.mask);
-  if (c.family == Family::bwd && one_dim && c.impl == KernelImpl::wgmma_sm90a) {
-    const std::int64_t tiles = key_tiles(c, p);
-    const std::int64_t max_ctas = std::numeric_limits<int>::max();
-    if (tiles * p.nhead_k * p.batch > max_ctas) {
-      bad_problem("seqlen_k", std::to_string(p.seqlen_k),
-                  "a value for which ceil(seqlen_k / " + std::to_string(c.block_n) +
-                      ") x nhead_k x batch <= " + std::to_string(max_ctas) + " (the " +
-                      (c.deterministic ? "deterministic" : "causal") + " backward's CTAs)");
-    }
-  }
-  if (c.family == Family::bwd && c.deterministic && c.impl == KernelImpl::wgmma_sm90a) {
-    const std::int64_t tiles = key_tiles(c, p);
-    constexpr std::int64_t kMaxKeyTiles = 65535;
-    if (tiles > kMaxKeyTiles) {
-      bad_problem("seqlen_k", std::to_string(p.seqlen_k),
-                  "at most " + std::to_string(kMaxKeyTiles * c.block_n) + " (65535 key tiles of " +
-                      std::to_string(c.block_n) + ") for a deterministic wgmma_sm90a backward");
-    }
-  }
+  kernels::family_of(c.impl).check_problem(c, p);
   // Window sizes only mean something to a sliding-window kernel; silently ignoring them would run
   // a different attention than the caller asked for.
   if (c.mask != MaskKind::sliding_window && (p.window_left != -1 || p.window_right != -1)) {
@@ -193,7 +172,7 @@ FmhaBwdParams make_bwd_params(const FmhaKernelConfig& c, const FmhaProblem& p, c
   params.fwd = forward_tensor_params(
       c, p, {t.q, t.k, t.v, const_cast<void*>(t.o), const_cast<float*>(t.lse)});
   params.fwd.lse = const_cast<float*>(t.lse);  // the backward always reads the LSE
-  const std::size_t align = required_alignment_bytes(c);
+  const std::size_t align = kernels::required_alignment_bytes(c);
   check_pointer("d_o", t.d_o, align, true);
   check_pointer("d_q", t.d_q, align, true);
   check_pointer("d_k", t.d_k, align, true);
@@ -210,42 +189,50 @@ FmhaBwdParams make_bwd_params(const FmhaKernelConfig& c, const FmhaProblem& p, c
   check_output_strides("d_k", p.dk_stride(), p.batch, p.nhead_k, p.seqlen_k, p.hdim_q);
   check_output_strides("d_v", p.dv_stride(), p.batch, p.nhead_k, p.seqlen_k, p.hdim_v);
   if (workspace) place_bwd_workspace(params, c, p, workspace);
-  // split_parts = 0 until the runner sets the device's choice (bwd_split_tail).
-  params.det_group_heads = 1;  // the runner sets the device's choice (det_group_heads)
-  params.det_asc_pairs = det_asc_pairs(c, p);
-  params.det_tail_pairs = 0;  // the runner sets the planned tail (bwd_causal_sections)
-  params.det_alternate = 0;   // likewise
-  params.det_asc_walk_up = 0;
-  params.det_asc_walk_from = 0;
-  params.det_up_cells = det_up_cells(c, p);
-  params.causal_section_pairs = 1;  // the runner sets the planned sections (bwd_causal_sections)
+  // The launch-order fields' neutral values; a family that plans them (the Hopper backward) sets
+  // them per call.
+  params.det_group_heads = 1;
+  params.causal_section_pairs = 1;
   return params;
 }
 
 void place_bwd_workspace(FmhaBwdParams& params, const FmhaKernelConfig& c, const FmhaProblem& p,
                          void* workspace) {
-  const BwdWorkspaceLayout w = bwd_workspace_layout(c, p);
+  const kernels::BwdWorkspaceLayout w = kernels::bwd_workspace_layout(c, p);
   auto* base = static_cast<unsigned char*>(workspace);
   params.d_rowsum = reinterpret_cast<float*>(base + w.d_rowsum);
-  if (w.dq_accum != BwdWorkspaceLayout::npos) {
+  if (w.dq_accum != kernels::BwdWorkspaceLayout::npos) {
     params.dq_accum = reinterpret_cast<float*>(base + w.dq_accum);
   }
-  if (w.semaphores != BwdWorkspaceLayout::npos) {
+  if (w.semaphores != kernels::BwdWorkspaceLayout::npos) {
     params.semaphores = reinterpret_cast<int*>(base + w.semaphores);
   }
-  if (w.split_dkdv != BwdWorkspaceLayout::npos) {
+  if (w.split_dkdv != kernels::BwdWorkspaceLayout::npos) {
     params.split_dkdv = reinterpret_cast<float*>(base + w.split_dkdv);
     params.split_counters = reinterpret_cast<int*>(base + w.split_counters);
   }
 }
 
-void set_bwd_device_choices(FmhaBwdParams& params, const FmhaKernelConfig& c, const FmhaProblem& p,
-                            int multiprocessors) {
-  params.det_group_heads = det_group_heads(c, p, multiprocessors);
-  const BwdSplitTail split = bwd_split_tail(c, p, multiprocessors);
-  params.split_first = split.first;
-  params.split_tiles = split.tiles;
-  params.split_parts = split.parts;
+}  // namespace fmha_jit::dispatch
+
+namespace fmha_jit {
+
+BwdWorkspaceSize bwd_workspace_size(const FmhaProblem& problem, const FmhaKernelConfig& config) {
+  if (config.family != Family::bwd) {
+    throw FieldError(ErrorCode::invalid_config, "family", std::string(to_string(config.family)),
+                     "bwd (only the backward needs a workspace)");
+  }
+  problem.validate();
+  const FmhaKernelConfig c = canonicalize(config);
+  const kernels::BwdWorkspaceLayout w = kernels::bwd_workspace_layout(c, problem);
+  BwdWorkspaceSize s;
+  s.total = w.total;
+  auto rounded = [](std::size_t bytes) { return kernels::align_up(bytes, 256); };
+  s.dq_accum = rounded(w.dq_accum_bytes);
+  s.semaphores = rounded(w.semaphores_bytes);
+  s.split_tail = w.split_bytes;
+  s.d_rowsum = s.total - s.dq_accum - s.semaphores - s.split_tail;
+  return s;
 }
 
-}  // namespace fmha_jit::dispatch
+}  // namespace fmha_jit

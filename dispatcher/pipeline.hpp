@@ -1,37 +1,39 @@
 // The JIT pipeline behind setup_fmha_dispatcher() and `fmha-jit prebuild`:
-// validate -> canonicalise -> render -> key -> memory -> disk -> compile -> store.
+// resolve (validate, canonicalise) -> render -> key -> memory -> disk -> compile -> store.
 #pragma once
 
-#include <cstdint>
 #include <filesystem>
 #include <functional>
 #include <memory>
 #include <string>
-#include <vector>
 
 #include "cache/key.hpp"
-#include "cache/manifest.hpp"
+#include "codegen/render.hpp"
+#include "codegen/rtc/compiler.hpp"
+#include "codegen/templates.hpp"
+#include "dispatcher/compiled_kernel.hpp"
 #include "fmha_jit/config.hpp"
 #include "fmha_jit/dispatcher.hpp"
+#include "kernels/resolve.hpp"
 
 namespace fmha_jit::dispatch {
 
-// A compiled module: immutable, shared by every runner of its key in this process.
-struct CompiledKernel {
-  std::string key;
-  FmhaKernelConfig config;  // canonical
-  cache::Manifest manifest;
-  std::vector<std::uint8_t> binary;
-};
-
 struct KeyedConfig {
-  FmhaKernelConfig canonical;
+  kernels::ResolvedConfig resolved;
   codegen::RenderedEntry entry;
   cache::KeyInputs inputs;
   std::string key;
 };
 
-// Validates, canonicalises, renders and computes the key. Throws FieldError / Error.
+// The key's inputs for a canonical config rendered as `entry`, compiled by `compiler`, with the
+// templates the entry includes (transitively) taken from `templates`.
+cache::KeyInputs key_inputs(const FmhaKernelConfig& canonical, const codegen::RenderedEntry& entry,
+                            const codegen::rtc::RtcCompiler& compiler,
+                            const codegen::TemplateSet& templates);
+
+// Renders a resolved config and computes its key. The second form resolves first (FieldError
+// for an invalid config).
+KeyedConfig key_config(kernels::ResolvedConfig resolved);
 KeyedConfig key_config(const FmhaKernelConfig& config);
 
 struct Obtained {
@@ -39,13 +41,17 @@ struct Obtained {
   BinarySource source = BinarySource::compiled;
 };
 
-// The compiled module of `config` from the in-process cache, else the disk cache under
+// The compiled module of a keyed config from the in-process cache, else the disk cache under
 // `cache_root`, else a fresh compile that is stored there. Throws on failure (CompileError carries
 // the path of the rendered source, written next to the cache or to the temp folder).
-Obtained obtain_kernel(const FmhaKernelConfig& config, const std::filesystem::path& cache_root);
+Obtained obtain_kernel(const KeyedConfig& keyed, const std::filesystem::path& cache_root);
+inline Obtained obtain_kernel(const FmhaKernelConfig& config,
+                              const std::filesystem::path& cache_root) {
+  return obtain_kernel(key_config(config), cache_root);
+}
 
-// Empties the in-process caches (tests and benchmarks of the disk path).
-void clear_memory_cache();
+// Empties the in-process cache of compiled modules.
+void clear_compiled_kernels();
 
 // Observes the RTC compiles of this process: called on the compiling thread with finished = false
 // just before a key is compiled and with finished = true right after (also when the compile

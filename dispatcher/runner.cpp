@@ -1,8 +1,6 @@
 #include "dispatcher/runner.hpp"
 
-#include <array>
 #include <cstdint>
-#include <list>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -12,12 +10,11 @@
 #include <unordered_map>
 
 #include "cache/memory_cache.hpp"
-#include "codegen/heuristics.hpp"
-#include "dispatcher/device/device_api.hpp"
+#include "device/device_api.hpp"
 #include "dispatcher/launch.hpp"
-#include "dispatcher/plan.hpp"
 #include "fmha_jit/device.hpp"
 #include "fmha_jit/error.hpp"
+#include "kernels/registry.hpp"
 
 namespace fmha_jit::dispatch {
 namespace {
@@ -39,40 +36,15 @@ std::string module_key(const std::string& kernel_key, const void* context) {
   return kernel_key + '@' + std::to_string(reinterpret_cast<std::uintptr_t>(context));
 }
 
-// A small least-recently-used map: what it holds can always be computed again, so forgetting
-// the oldest entry bounds memory without changing any result.
-template <class Key, class Value>
-class LruMap {
- public:
-  explicit LruMap(std::size_t capacity) : capacity_(capacity) {}
-  template <class Make>
-  const Value& get_or_make(const Key& key, Make&& make) {
-    if (auto it = index_.find(key); it != index_.end()) {
-      entries_.splice(entries_.begin(), entries_, it->second);
-      return it->second->second;
-    }
-    entries_.emplace_front(key, make());
-    index_.emplace(key, entries_.begin());
-    if (entries_.size() > capacity_) {
-      index_.erase(entries_.back().first);
-      entries_.pop_back();
-    }
-    return entries_.front().second;
-  }
-
- private:
-  std::size_t capacity_;
-  std::list<std::pair<Key, Value>> entries_;
-  std::map<Key, typename std::list<std::pair<Key, Value>>::iterator> index_;
-};
-
 class KernelRunner final : public FmhaRunner {
  public:
-  KernelRunner(const FmhaKernelConfig& requested, std::filesystem::path cache_root,
-               std::shared_ptr<const CompiledKernel> kernel)
+  KernelRunner(std::shared_ptr<const CompiledKernel> kernel,
+               std::optional<kernels::ProblemTileVariant> variant, KernelSource source)
       : kernel_(std::move(kernel)),
-        cache_root_(std::move(cache_root)),
-        variant_config_(codegen::problem_tile_variant(requested)) {}
+        family_(kernels::family_of(kernel_->config.impl)),
+        launcher_(family_.make_launcher(kernel_->config)),
+        variant_config_(std::move(variant)),
+        source_(std::move(source)) {}
 
   const FmhaKernelConfig& config() const override { return kernel_->config; }
   const std::string& key() const override { return kernel_->key; }
@@ -96,9 +68,8 @@ class KernelRunner final : public FmhaRunner {
     std::lock_guard lock(variant_mutex_);
     if (!variant_) {
       // The variant's config sets every tile field, so it has no variant of its own.
-      variant_ = std::make_shared<KernelRunner>(
-          variant_config_->config, cache_root_,
-          obtain_kernel(variant_config_->config, cache_root_).kernel);
+      variant_ =
+          std::make_shared<KernelRunner>(source_(variant_config_->config), std::nullopt, source_);
       if (gpu_available()) variant_->load();
     }
     return *variant_;
@@ -113,28 +84,9 @@ class KernelRunner final : public FmhaRunner {
     }
     check(problem);
     FmhaFwdParams params = make_fwd_params(config(), problem, tensors);
-    if (config().impl == KernelImpl::wgmma_sm90a) {
-      device::DeviceApi& api = device::require_device("run_fwd");
-      const Launch launch = prepare_launch(api);
-      const int sms = launch.multiprocessors;
-      const FwdSplitTail split = fwd_split_tail(config(), problem, sms);
-      void* scratch = nullptr;
-      std::unique_lock<std::mutex> stream_lock;
-      if (split.tiles > 0) {
-        StreamScratch& s = stream_scratch(launch.context, stream);
-        stream_lock = std::unique_lock(s.launch_mutex);
-        scratch = grow(s.split_tail, split.workspace_bytes, stream, /*zeroed=*/true);
-      }
-      FmhaFwdSm90Params hopper = make_fwd_sm90a_params(config(), params, api, split, scratch);
-      const TileOrder order = tile_order(launch.context, problem, sms);
-      hopper.tile_order = order.table;
-      hopper.tile_order_rounds = order.rounds;
-      if (order.section_heads > 0) hopper.causal_section_heads = order.section_heads;
-      launch_all(api, launch, problem, &hopper, stream, hook);
-      return;
-    }
     device::DeviceApi& api = device::require_device("run_fwd");
-    launch_all(api, prepare_launch(api), problem, &params, stream, hook);
+    CallLaunch launch(*this, api, problem, stream, hook);
+    launcher_->run_fwd(launch, problem, params);
   }
 
   void run_bwd(const FmhaProblem& problem, const BwdTensors& tensors, void* stream,
@@ -157,42 +109,19 @@ class KernelRunner final : public FmhaRunner {
     }
     FmhaBwdParams params = make_bwd_params(config(), problem, tensors, workspace);
     device::DeviceApi& api = device::require_device("run_bwd");
-    const Launch launch = prepare_launch(api);
+    CallLaunch launch(*this, api, problem, stream, hook);
     // Without a caller's workspace the runner's scratch of this (context, stream) serves, and
-    // its lock is held until the last stage is enqueued: the stages of two calls on one stream
-    // then run one call after the other, never interleaved over the same dQ sums.
-    std::unique_lock<std::mutex> stream_lock;
+    // its stream's lock is held until the last stage is enqueued: the stages of two calls on one
+    // stream then run one call after the other, never interleaved over the same dQ sums.
     if (!workspace) {
-      StreamScratch& s = stream_scratch(launch.context, stream);
-      stream_lock = std::unique_lock(s.launch_mutex);
       place_bwd_workspace(params, config(), problem,
-                          grow(s.workspace, need, stream, /*zeroed=*/false));
+                          launch.scratch("bwd_workspace", need, /*zeroed=*/false));
     }
-    const int sms = launch.multiprocessors;
-    set_bwd_device_choices(params, config(), problem, sms);
-    if (config().impl == KernelImpl::wgmma_sm90a && is_causal(config().mask)) {
-      const BwdCausalSections sections = causal_sections(problem, sms);
-      if (config().deterministic) {
-        params.det_group_heads = sections.section_pairs;
-        params.det_asc_pairs = static_cast<int>(sections.asc_pairs);
-        params.det_tail_pairs = sections.tail_pairs;
-        params.det_alternate = sections.alternate ? 1 : 0;
-        params.det_asc_walk_up = sections.asc_walk_up;
-        params.det_asc_walk_from = sections.asc_walk_from;
-      } else {
-        params.causal_section_pairs = sections.section_pairs;
-      }
-    }
-    if (config().impl == KernelImpl::wgmma_sm90a) {
-      FmhaBwdSm90Params hopper = make_bwd_sm90a_params(config(), params, api);
-      launch_all(api, launch, problem, &hopper, stream, hook);
-      return;
-    }
-    launch_all(api, launch, problem, &params, stream, hook);
+    launcher_->run_bwd(launch, problem, params);
   }
 
   std::size_t bwd_workspace_bytes(const FmhaProblem& problem) const override {
-    return bwd_workspace_layout(config(), problem).total;
+    return family_.bwd_workspace_layout(config(), problem).total;
   }
 
   // Loads the module in the calling thread's current context (no-op where it is loaded).
@@ -202,18 +131,63 @@ class KernelRunner final : public FmhaRunner {
   }
 
  private:
-  // The module's stage functions in the context a call launches in.
-  // The context a call launches in, its module there, and its GPU's SM count (each a driver
-  // query, so read once per call).
-  struct Launch {
-    void* context = nullptr;
-    std::shared_ptr<const LoadedModule> module;
-    int multiprocessors = 0;
+  // The runner's scratch for the calls of one stream: launch_mutex is held from taking a buffer
+  // until the call's last launch is enqueued, so that a buffer is never grown (freed) or shared
+  // while another call's launches that use it are being enqueued on the stream.
+  struct StreamScratch {
+    std::mutex launch_mutex;
+    // By name: the backward's workspace when the caller passes none, and a family's own.
+    std::map<std::string, DeviceBuffer, std::less<>> buffers;
   };
-  Launch prepare_launch(device::DeviceApi& api) {
-    void* context = api.current_context();
-    return {context, module_in(api, context), api.multiprocessor_count()};
-  }
+  // What one call launches with: its context, the module there and its GPU's SM count (each a
+  // driver query, so read once per call), and the scratch of its (context, stream), whose launch
+  // lock it holds from the first scratch() until its last launch is enqueued.
+  class CallLaunch final : public kernels::LaunchContext {
+   public:
+    CallLaunch(KernelRunner& runner, device::DeviceApi& api, const FmhaProblem& problem,
+               void* stream, const StageHook* hook)
+        : runner_(runner),
+          api_(api),
+          problem_(problem),
+          stream_(stream),
+          hook_(hook),
+          context_(api.current_context()),
+          module_(runner.module_in(api, context_)),
+          multiprocessors_(api.multiprocessor_count()) {}
+
+    device::DeviceApi& api() override { return api_; }
+    void* context() const override { return context_; }
+    int multiprocessors() const override { return multiprocessors_; }
+    void* scratch(std::string_view name, std::size_t bytes, bool zeroed) override {
+      if (!scratch_) {
+        scratch_ = &runner_.stream_scratch(context_, stream_);
+        lock_ = std::unique_lock(scratch_->launch_mutex);
+      }
+      return grow(scratch_->buffers[std::string(name)], bytes, stream_, zeroed);
+    }
+    void launch_stages(void* params) override {
+      const auto stages = runner_.family_.plan_stages(runner_.config(), problem_, multiprocessors_);
+      void* args[] = {params};
+      for (std::size_t i = 0; i < stages.size(); ++i) {
+        const auto& s = stages[i];
+        if (hook_ && *hook_) (*hook_)(i, codegen::to_string(s.role), stream_);
+        api_.launch(module_->functions.at(i), s.grid, s.block, s.dynamic_smem_bytes, stream_, args);
+      }
+      if (hook_ && *hook_) (*hook_)(stages.size(), {}, stream_);
+    }
+
+   private:
+    KernelRunner& runner_;
+    device::DeviceApi& api_;
+    const FmhaProblem& problem_;
+    void* stream_;
+    const StageHook* hook_;
+    void* context_;
+    std::shared_ptr<const LoadedModule> module_;
+    int multiprocessors_;
+    StreamScratch* scratch_ = nullptr;
+    std::unique_lock<std::mutex> lock_;
+  };
 
   std::shared_ptr<const LoadedModule> module_in(device::DeviceApi& api, void* context) {
     {
@@ -230,11 +204,11 @@ class KernelRunner final : public FmhaRunner {
     auto module = loaded_modules().get_or_build(module_key(key(), context), [&] {
       auto m = std::make_shared<LoadedModule>();
       m->module = api.load_module(kernel_->binary);
-      const auto roles = codegen::stage_roles(config());
+      const auto roles = family_.stage_roles(config());
       for (std::size_t i = 0; i < roles.size(); ++i) {
         void* fn = api.get_function(m->module, kernel_->manifest.kernel_symbols.at(i));
         // Above 48 KB of dynamic shared memory a function needs the driver's opt-in.
-        const unsigned smem = stage_dynamic_smem_bytes(config(), roles[i]);
+        const unsigned smem = family_.dynamic_smem_bytes(config(), roles[i]);
         if (smem > 48 * 1024) api.set_max_dynamic_smem(fn, static_cast<int>(smem));
         m->functions.push_back(fn);
       }
@@ -254,59 +228,9 @@ class KernelRunner final : public FmhaRunner {
     }
   }
 
-  template <class Params>
-  void launch_all(device::DeviceApi& api, const Launch& launch, const FmhaProblem& problem,
-                  Params* params, void* stream, const StageHook* hook) {
-    const auto stages = plan_stages(config(), problem, launch.multiprocessors);
-    void* args[] = {params};
-    for (std::size_t i = 0; i < stages.size(); ++i) {
-      const auto& s = stages[i];
-      if (hook && *hook) (*hook)(i, codegen::to_string(s.role), stream);
-      api.launch(launch.module->functions.at(i), s.grid, s.block, s.dynamic_smem_bytes, stream,
-                 args);
-    }
-    if (hook && *hook) (*hook)(stages.size(), {}, stream);
-  }
-
-  struct PlannedOrder {
-    DeviceBuffer table;  // empty: the kernel's static order
-    int rounds = 0;
-    int section_heads = 0;  // the static order's sections (FwdTileOrder::static_section_heads)
-  };
-  // How a launch's CTAs find their tiles: `table` (device memory, `rounds` x SMs), or, where it
-  // is null, the kernel's static order in sections of `section_heads` (batch, head) pairs (0:
-  // the kernel parameters' default, one section).
-  struct TileOrder {
-    const int* table = nullptr;
-    int rounds = 0;
-    int section_heads = 0;
-  };
-
-  // What the host plans of a launch depend on besides the config (which fixes the mask, the tile
-  // and the head dimensions): the problem's lengths and head counts, and the SM count.
-  using PlanShape = std::array<std::int64_t, 6>;
-  static PlanShape plan_shape(const FmhaProblem& problem, int multiprocessors) {
-    return {problem.seqlen_q, problem.seqlen_k, problem.nhead_q,
-            problem.nhead_k,  problem.batch,    multiprocessors};
-  }
-
-  // The runner's scratch for the calls of one stream: launch_mutex is held from taking a buffer
-  // until the call's last launch is enqueued, so that a buffer is never grown (freed) or shared
-  // while another call's launches that use it are being enqueued on the stream.
-  struct StreamScratch {
-    std::mutex launch_mutex;
-    DeviceBuffer workspace;   // the backward's, when the caller passes none
-    DeviceBuffer split_tail;  // the forward's split tail (FwdSplitTail): counters live across
-                              // launches, so two streams must not share them
-  };
-  // What a runner keeps per context: the module, and the device memory its launches read.
+  // What a runner keeps per context: the module, and the scratch of each stream.
   struct ContextState {
     std::shared_ptr<const LoadedModule> module;
-    // The causal forward's tile plans (fwd_tile_order), one per problem shape, tables in device
-    // memory; read-only once uploaded, so every stream shares them. Kept for the runner's life: a
-    // table is rounds x SMs ints (16 KB at 2048 tiles on 132 SMs; past 65536 tiles one is made
-    // only where it beats the static order by 1 %).
-    std::map<PlanShape, std::unique_ptr<PlannedOrder>> tile_orders;
     std::unordered_map<void*, std::unique_ptr<StreamScratch>> streams;
   };
 
@@ -328,63 +252,20 @@ class KernelRunner final : public FmhaRunner {
     return buffer.data();
   }
 
-  // The plan of this problem's causal forward on `multiprocessors` SMs, uploaded to `context`
-  // on first use. Which CTA runs a tile changes no arithmetic, so past the cap a new shape runs
-  // in the static order with the same results.
-  TileOrder tile_order(void* context, const FmhaProblem& problem, int multiprocessors) {
-    if (!is_causal(config().mask)) return {};
-    const PlanShape shape = plan_shape(problem, multiprocessors);
-    std::lock_guard lock(mutex_);
-    auto& orders = contexts_[context].tile_orders;
-    auto it = orders.find(shape);
-    if (it == orders.end()) {
-      // Past the cap a new shape runs in the static order in L2 sections, without the plan's
-      // balance (1-4 % slower than a plan on causal rows; docs/SM90.md), instead of holding one
-      // more plan for the runner's life.
-      if (orders.size() >= kMaxTileOrders) return {nullptr, 0, fwd_l2_section_heads(problem)};
-      const FwdTileOrder plan = fwd_tile_order(config(), problem, multiprocessors);
-      auto planned = std::make_unique<PlannedOrder>();
-      if (!plan.order.empty()) {
-        planned->table = DeviceBuffer(plan.order.size() * sizeof(int));
-        planned->table.upload(plan.order.data(), plan.order.size() * sizeof(int));
-        planned->rounds = plan.rounds;
-      }
-      planned->section_heads = plan.static_section_heads;
-      it = orders.emplace(shape, std::move(planned)).first;
-    }
-    const PlannedOrder& p = *it->second;
-    return {static_cast<const int*>(p.table.data()), p.rounds, p.section_heads};
-  }
-
-  // The causal backward's sections on `multiprocessors` SMs (bwd_causal_sections), modelled once
-  // per problem shape while it stays among the last kMaxCausalSections shapes (a model of up to
-  // kBwdMaxModelledCtas CTAs costs milliseconds, a launch's worth at S 2048). Always the plan,
-  // never a fallback: the deterministic mode's order of additions follows from it, so a shape
-  // must get the same plan whatever shapes the process saw before.
-  BwdCausalSections causal_sections(const FmhaProblem& problem, int multiprocessors) {
-    const PlanShape shape = plan_shape(problem, multiprocessors);
-    std::lock_guard lock(mutex_);
-    return causal_sections_.get_or_make(
-        shape, [&] { return bwd_causal_sections(config(), problem, multiprocessors); });
-  }
-
   std::shared_ptr<const CompiledKernel> kernel_;
-  const std::filesystem::path cache_root_;
-  // The tile variant of the config as given (codegen/heuristics.hpp), and its runner once a
-  // problem it applies to has run. A mutex of its own: obtaining it may compile for a second.
-  const std::optional<codegen::ProblemTileVariant> variant_config_;
+  const kernels::KernelFamily& family_;
+  // The family's side of every call, and whatever plans it keeps between calls.
+  const std::unique_ptr<kernels::FamilyLauncher> launcher_;
+  // The tile variant of the config as given (kernels/resolve.hpp), and its runner once a problem
+  // it applies to has run. A mutex of its own: obtaining it may compile for a second.
+  const std::optional<kernels::ProblemTileVariant> variant_config_;
+  const KernelSource source_;
   std::mutex variant_mutex_;
   std::shared_ptr<KernelRunner> variant_;
   mutable std::mutex mutex_;
   // Per context (device::DeviceApi::current_context): entries are never erased, since a stream
   // may still read what they hold.
   std::unordered_map<void*, ContextState> contexts_;
-  // Causal forward shapes planned (with or without a table) per context, at most: a server that
-  // sees every prompt length would otherwise add a table per length without bound, and freeing
-  // one would need every stream that may still read it to finish.
-  static constexpr std::size_t kMaxTileOrders = 128;
-  static constexpr std::size_t kMaxCausalSections = 256;
-  LruMap<PlanShape, BwdCausalSections> causal_sections_{kMaxCausalSections};
 };
 
 // Memo of runners by the raw bytes of the config as given plus the cache root: building this key
@@ -411,8 +292,11 @@ std::unordered_map<std::string, std::shared_ptr<FmhaRunner>> memo;
 
 std::shared_ptr<FmhaRunner> make_runner(const FmhaKernelConfig& config,
                                         const std::filesystem::path& cache_root,
-                                        std::shared_ptr<const CompiledKernel> kernel) {
-  auto runner = std::make_shared<KernelRunner>(config, cache_root, std::move(kernel));
+                                        std::shared_ptr<const CompiledKernel> kernel,
+                                        std::optional<kernels::ProblemTileVariant> variant,
+                                        KernelSource source) {
+  auto runner =
+      std::make_shared<KernelRunner>(std::move(kernel), std::move(variant), std::move(source));
   std::unique_lock lock(memo_mutex);
   return memo.try_emplace(memo_key(config, cache_root), runner).first->second;
 }

@@ -10,6 +10,7 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include "fmha_jit/config.hpp"
+#include "support/kernel_resources.hpp"
 
 namespace fmha_jit::codegen::rtc {
 
@@ -25,22 +26,7 @@ struct CompileRequest {
   std::vector<std::string> options;  // from RtcCompiler::options(); these enter the cache key
 };
 
-// Per-kernel resources from the compiler's report (ptxas -v on NVIDIA; not reported by hipRTC).
-struct KernelResources {
-  std::string symbol;
-  int registers = -1;
-  int spill_store_bytes = -1;
-  int spill_load_bytes = -1;
-  int stack_frame_bytes = -1;
-  int static_smem_bytes = -1;
-  // ptxas serialised the kernel's wgmma instructions ("Potential Performance Loss", C7510-C7520):
-  // each one then waits for the one before, so no MMA overlaps the softmax or another
-  // warpgroup's work. Compiles and runs correctly, at a fraction of the speed; the rtc tests
-  // require it false for every shipped Hopper kernel.
-  bool wgmma_serialized = false;
-};
-nlohmann::json to_json(const KernelResources& r);
-KernelResources resources_from_json(const nlohmann::json& j);
+using support::KernelResources;
 
 struct CompileOutput {
   std::vector<std::uint8_t> binary;

@@ -5,10 +5,10 @@
 #include <mutex>
 #include <string>
 
-#include "codegen/arch.hpp"
 #include "codegen/rtc/compiler.hpp"
-#include "dispatcher/device/dynamic_library.hpp"
+#include "core/arch.hpp"
 #include "fmha_jit/error.hpp"
+#include "support/dynamic_library.hpp"
 
 namespace fmha_jit::codegen::rtc {
 namespace {
@@ -53,7 +53,7 @@ class HiprtcCompiler final : public RtcCompiler {
     // hiprtcVersion reports the compiler's API level only; the library's size tells ROCm builds
     // apart.
     version_ = std::to_string(major) + "." + std::to_string(minor) + " (" +
-               device::library_identity(lib_) + ")";
+               support::library_identity(lib_) + ")";
   }
 
   std::string_view id() const override { return "hiprtc"; }
@@ -121,7 +121,7 @@ class HiprtcCompiler final : public RtcCompiler {
     if (!unavailable_.empty()) throw Error(ErrorCode::rtc_unavailable, unavailable_);
   }
 
-  device::DynamicLibrary lib_;
+  support::DynamicLibrary lib_;
   HiprtcApi api_;
   std::string version_;
   std::string unavailable_;

@@ -11,8 +11,8 @@
 
 #include "codegen/rtc/compiler.hpp"
 #include "codegen/rtc/ptxas_report.hpp"
-#include "dispatcher/device/dynamic_library.hpp"
 #include "fmha_jit/error.hpp"
+#include "support/dynamic_library.hpp"
 #include "support/env.hpp"
 
 namespace fmha_jit::codegen::rtc {
@@ -59,7 +59,7 @@ class NvrtcCompiler final : public RtcCompiler {
     int major = 0, minor = 0;
     api_.version(&major, &minor);
     version_ = std::to_string(major) + "." + std::to_string(minor) + " (" +
-               device::library_identity(lib_) + ")";
+               support::library_identity(lib_) + ")";
   }
 
   std::string_view id() const override { return "nvrtc"; }
@@ -137,7 +137,7 @@ class NvrtcCompiler final : public RtcCompiler {
     }
   }
 
-  device::DynamicLibrary lib_;
+  support::DynamicLibrary lib_;
   NvrtcApi api_;
   std::string version_;
   std::string unavailable_;

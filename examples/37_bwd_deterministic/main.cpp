@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "fmha_jit/fmha_jit.hpp"
-#include "tests/reference/cpu_reference.hpp"
+#include "reference/cpu_reference.hpp"
 
 namespace {
 using namespace fmha_jit;

@@ -25,7 +25,7 @@ enum class MaskKind : std::uint8_t { none, causal_top_left, causal_bottom_right,
 inline constexpr bool is_causal(MaskKind m) {
   return m == MaskKind::causal_top_left || m == MaskKind::causal_bottom_right;
 }
-// Which kernel family implements the config. `automatic` is resolved by codegen/heuristics.cpp to
+// Which kernel family implements the config. `automatic` is resolved by kernels/resolve.cpp to
 // the fastest implementation available for the arch; the resolved value enters the key.
 //   reference: portable CUDA/HIP kernel, one block per row (GPU-side reference, AMD pipeline check)
 //   mma_sm80:  FlashAttention-2-style tensor-core kernel (mma.sync m16n8k16, cp.async, ldmatrix)
@@ -91,7 +91,7 @@ struct FmhaKernelConfig {
   MaskKind mask = MaskKind::none;
   bool lse = true;  // fwd only: also write the log-sum-exp (needed by a later backward)
   KernelImpl impl = KernelImpl::automatic;
-  // Tile shape and pipeline; 0 = filled by the heuristic in codegen/heuristics.cpp.
+  // Tile shape and pipeline; 0 = filled by the family's heuristic (kernels/<family>/).
   int block_m = 0;
   int block_n = 0;
   int num_warps = 0;

@@ -84,7 +84,7 @@ class FmhaRunner {
   virtual void check(const FmhaProblem& problem) const = 0;
   // The runner of the kernel that runs `problem`: this one, or, when the config left its tiles to
   // the heuristic and the problem is one a tile variant measured faster on (short causal forwards
-  // on Hopper: codegen::problem_tile_variant), the variant's. Its config(), key() and
+  // on Hopper: kernels::ResolvedConfig::tile_variant), the variant's. Its config(), key() and
   // kernel_symbols() name that kernel. The variant is obtained on first use (memory, disk cache
   // or compile) and loaded when a GPU is present, so a caller may take that cost before timing;
   // run_fwd does the same. Throws as check() does for a problem the kernel cannot run (before

@@ -10,6 +10,7 @@
 #include "codegen/render.hpp"
 #include "fmha_jit/config.hpp"
 #include "fmha_jit/error.hpp"
+#include "kernels/registry.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const nlohmann::json j = nlohmann::json::parse(data, data + size, nullptr, false);
@@ -23,7 +24,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     if (!(fmha_jit::canonicalize(canonical) == canonical)) std::abort();
     if (!(fmha_jit::config_from_json(fmha_jit::to_json(canonical)) == canonical)) std::abort();
     if (fmha_jit::canonical_string(config) != fmha_jit::canonical_string(canonical)) std::abort();
-    const auto entry = fmha_jit::codegen::render_entry(canonical);
+    const auto entry = fmha_jit::kernels::render_entry(canonical);
     if (entry.symbols.empty() || entry.source.empty()) std::abort();
   } catch (const fmha_jit::Error&) {
     // The expected outcome for bad input: a typed error naming the field.

@@ -1,5 +1,5 @@
 // Runs attention problems through the public API on the GPU and judges them with the accuracy rule
-// (tests/reference/accuracy_rule.hpp) against the CPU's exact (ref64) and kernel-like (lowp)
+// (reference/accuracy_rule.hpp) against the CPU's exact (ref64) and kernel-like (lowp)
 // references of whole slices: every (batch, head) slice of a small problem, sampled slices of a
 // large one (the last batch and head always among them). Nothing is compared with a GPU
 // reference kernel; the `reference` impl is itself a kernel under test (test_gpu_reference.cpp).

@@ -9,11 +9,12 @@
 
 #include <cstdio>
 
-#include "codegen/heuristics.hpp"
-#include "codegen/tile_shapes.hpp"
-#include "dispatcher/plan.hpp"
 #include "fmha_jit/dispatcher.hpp"
 #include "gpu/attention_harness.hpp"
+#include "kernels/registry.hpp"
+#include "kernels/resolve.hpp"
+#include "kernels/wgmma_sm90a/bwd_schedule.hpp"
+#include "kernels/wgmma_sm90a/tiles.hpp"
 #include "support/test_support.hpp"
 
 using namespace fmha_jit;
@@ -22,7 +23,7 @@ using test::AttentionCase;
 TEST_CASE("gpu sm90a bwd: every dtype, head dim and mask at odd sizes, both dQ modes", "[gpu]") {
   std::uint32_t seed = 40000;
   for (DType dtype : {DType::fp16, DType::bf16}) {
-    for (int hdim : codegen::wgmma_sm90a_hdims(Family::bwd)) {
+    for (int hdim : kernels::wgmma_sm90a::served_hdims(Family::bwd)) {
       for (MaskKind mask : test::kAllMasks) {
         const bool window = mask == MaskKind::sliding_window;
         for (auto [sq, sk] : std::vector<std::pair<int, int>>{{17, 45}, {130, 77}, {300, 260}}) {
@@ -40,7 +41,7 @@ TEST_CASE("gpu sm90a bwd: every dtype, head dim and mask at odd sizes, both dQ m
 
 TEST_CASE("gpu sm90a bwd: seqlen 1 and 1000, GQA 8:1, bshd, batch 1-3", "[gpu]") {
   std::uint32_t seed = 45000;
-  for (int hdim : codegen::wgmma_sm90a_hdims(Family::bwd)) {
+  for (int hdim : kernels::wgmma_sm90a::served_hdims(Family::bwd)) {
     for (MaskKind mask : test::kAllMasks) {
       const bool window = mask == MaskKind::sliding_window;
       for (bool det : {false, true}) {
@@ -56,7 +57,7 @@ TEST_CASE("gpu sm90a bwd: seqlen 1 and 1000, GQA 8:1, bshd, batch 1-3", "[gpu]")
 
 TEST_CASE("gpu sm90a bwd: deterministic mode is bit-exact over 10 runs at seqlen 4097", "[gpu]") {
   std::uint32_t seed = 48000;
-  for (int hdim : codegen::wgmma_sm90a_hdims(Family::bwd)) {
+  for (int hdim : kernels::wgmma_sm90a::served_hdims(Family::bwd)) {
     for (MaskKind mask : {MaskKind::none, MaskKind::causal_bottom_right}) {
       const AttentionCase c{DType::bf16, hdim, hdim, mask, 1, 8, 2, 4097, 4097, Layout::bshd};
       const auto r = test::check_backward(c, KernelImpl::wgmma_sm90a, true, seed++, 10);
@@ -69,7 +70,7 @@ TEST_CASE("gpu sm90a bwd: deterministic mode is bit-exact over 10 runs at seqlen
                             3001,        3001, Layout::bshd};
     FmhaKernelConfig det = test::canonical_config_of(gqa, Family::bwd);
     det.deterministic = true;
-    REQUIRE(dispatch::det_up_cells(det, test::problem_of(gqa)) > 0);
+    REQUIRE(kernels::wgmma_sm90a::det_up_cells(det, test::problem_of(gqa)) > 0);
     const auto rg = test::check_backward(gqa, KernelImpl::wgmma_sm90a, true, seed++, 3);
     std::printf("sm90a bwd %s deterministic (up-down walk): %d runs, bit-exact %s\n",
                 test::describe(gqa).c_str(), rg.runs, rg.bit_exact ? "yes" : "no");
@@ -82,7 +83,8 @@ TEST_CASE("gpu sm90a bwd: deterministic mode is bit-exact over 10 runs at seqlen
                             8704,        8704, Layout::bshd};
     FmhaKernelConfig asc_det = test::canonical_config_of(asc, Family::bwd);
     asc_det.deterministic = true;
-    const auto asc_plan = dispatch::bwd_causal_sections(asc_det, test::problem_of(asc), 132);
+    const auto asc_plan =
+        kernels::wgmma_sm90a::bwd_causal_sections(asc_det, test::problem_of(asc), 132);
     if (hdim == 256) {
       REQUIRE(asc_plan.tail_pairs == 1);
       REQUIRE(asc_plan.asc_pairs == 8);
@@ -114,8 +116,8 @@ TEST_CASE("gpu sm90a bwd: the split last wave of key tiles matches the reference
   std::uint32_t seed = 49000;
   const auto check = [&](const AttentionCase& a) {
     INFO(test::describe(a));
-    const auto split = dispatch::bwd_split_tail(test::canonical_config_of(a, Family::bwd),
-                                                test::problem_of(a), sms);
+    const auto split = kernels::wgmma_sm90a::bwd_split_tail(
+        test::canonical_config_of(a, Family::bwd), test::problem_of(a), sms);
     REQUIRE(split.tiles > 0);
     // Every run is judged against the references inside; the run-to-run differences of dK / dV
     // (parts added in any order) are reported.
@@ -141,8 +143,8 @@ TEST_CASE("gpu sm90a bwd: causal launches in sections of several pairs match the
   std::uint32_t seed = 50000;
   const auto check = [&](const AttentionCase& a) {
     INFO(test::describe(a));
-    const auto sections = dispatch::bwd_causal_sections(test::canonical_config_of(a, Family::bwd),
-                                                        test::problem_of(a), sms);
+    const auto sections = kernels::wgmma_sm90a::bwd_causal_sections(
+        test::canonical_config_of(a, Family::bwd), test::problem_of(a), sms);
     REQUIRE(sections.section_pairs >= 2);
     // Twice, each run judged against the references inside (the runs may differ only by the
     // order of the atomic additions).
@@ -191,5 +193,5 @@ TEST_CASE("gpu sm90a bwd: auto picks wgmma_sm90a on this GPU and falls back wher
   r = setup_fmha_dispatcher(c);
   REQUIRE(r.success);
   CHECK(r.config.impl == KernelImpl::mma_sm80);
-  CHECK_FALSE(codegen::impl_fallback_reason(c).empty());
+  CHECK_FALSE(kernels::impl_fallback_reason(c).empty());
 }

@@ -11,11 +11,12 @@
 #include <tuple>
 #include <vector>
 
-#include "codegen/heuristics.hpp"
-#include "codegen/tile_shapes.hpp"
-#include "dispatcher/plan.hpp"
 #include "fmha_jit/dispatcher.hpp"
 #include "gpu/attention_harness.hpp"
+#include "kernels/registry.hpp"
+#include "kernels/resolve.hpp"
+#include "kernels/wgmma_sm90a/fwd_schedule.hpp"
+#include "kernels/wgmma_sm90a/tiles.hpp"
 #include "support/test_support.hpp"
 
 using namespace fmha_jit;
@@ -24,7 +25,7 @@ using test::AttentionCase;
 TEST_CASE("gpu sm90a fwd: every dtype, head dim and mask at odd sizes", "[gpu]") {
   std::uint32_t seed = 20000;
   for (DType dtype : {DType::fp16, DType::bf16}) {
-    for (int hdim : codegen::wgmma_sm90a_hdims(Family::fwd)) {
+    for (int hdim : kernels::wgmma_sm90a::served_hdims(Family::fwd)) {
       for (MaskKind mask : test::kAllMasks) {
         const bool window = mask == MaskKind::sliding_window;
         for (auto [sq, sk] :
@@ -41,7 +42,7 @@ TEST_CASE("gpu sm90a fwd: every dtype, head dim and mask at odd sizes", "[gpu]")
 
 TEST_CASE("gpu sm90a fwd: seqlen 1 and 1000, GQA 8:1, bshd, batch 1-3, no LSE", "[gpu]") {
   std::uint32_t seed = 25000;
-  for (int hdim : codegen::wgmma_sm90a_hdims(Family::fwd)) {
+  for (int hdim : kernels::wgmma_sm90a::served_hdims(Family::fwd)) {
     for (MaskKind mask : test::kAllMasks) {
       const bool window = mask == MaskKind::sliding_window;
       test::check_forward({DType::bf16, hdim, hdim, mask, 1, 8, 1, 1, 1, Layout::bshd},
@@ -60,7 +61,7 @@ TEST_CASE("gpu sm90a fwd: seqlen 4097 and more tiles than SMs, against the GPU r
           "[gpu]") {
   // (The name is historical: judged on sampled slices against the CPU references.)
   std::uint32_t seed = 29000;
-  for (int hdim : codegen::wgmma_sm90a_hdims(Family::fwd)) {
+  for (int hdim : kernels::wgmma_sm90a::served_hdims(Family::fwd)) {
     for (MaskKind mask : test::kAllMasks) {
       const bool window = mask == MaskKind::sliding_window;
       // 33 m-blocks x 4 heads x 2 batches = 264 tiles: each persistent CTA runs two or more.
@@ -105,7 +106,7 @@ TEST_CASE("gpu sm90a fwd: short causal problems run on the tile variant; the lon
     REQUIRE(r.success);
     FmhaProblem p;
     p.hdim_q = p.hdim_v = hdim;
-    p.seqlen_q = p.seqlen_k = codegen::kShortCausalSeqlen;
+    p.seqlen_q = p.seqlen_k = kernels::wgmma_sm90a::kShortCausalSeqlen;
     FmhaRunner& short_runner = r.runner->runner_for(p);
     CHECK(&short_runner != r.runner.get());
     CHECK(short_runner.loaded());
@@ -113,7 +114,7 @@ TEST_CASE("gpu sm90a fwd: short causal problems run on the tile variant; the lon
     CHECK(short_runner.config().block_m == 128);
     CHECK(short_runner.config().block_n == (hdim == 64 ? 128 : 64));
     CHECK(&r.runner->runner_for(p) == &short_runner);  // obtained once
-    p.seqlen_q = p.seqlen_k = codegen::kShortCausalSeqlen + 1;
+    p.seqlen_q = p.seqlen_k = kernels::wgmma_sm90a::kShortCausalSeqlen + 1;
     CHECK(&r.runner->runner_for(p) == r.runner.get());
     for (MaskKind mask : {MaskKind::causal_top_left, MaskKind::causal_bottom_right}) {
       for (auto [sq, sk] : std::vector<std::pair<int, int>>{{17, 45}, {300, 1000}, {1024, 1024}}) {
@@ -132,13 +133,13 @@ TEST_CASE("gpu sm90a fwd: the split last round matches the reference and repeats
   // CTAs (templates/fwd/fmha_fwd_sm90a_split.h). Each case asserts that it does split here.
   const int sms = gpu_multiprocessor_count();
   const auto split_of = [&](const AttentionCase& a) {
-    return dispatch::fwd_split_tail(test::canonical_config_of(a, Family::fwd), test::problem_of(a),
-                                    sms);
+    return kernels::wgmma_sm90a::fwd_split_tail(test::canonical_config_of(a, Family::fwd),
+                                                test::problem_of(a), sms);
   };
   std::uint32_t seed = 41000;
   // 24 query heads over 6 kv heads (bshd), 1100 queries (a partial m-block), 4001 keys (a
   // partial key block at the end of the last segment): 144 or 216 tiles.
-  for (int hdim : codegen::wgmma_sm90a_hdims(Family::fwd)) {
+  for (int hdim : kernels::wgmma_sm90a::served_hdims(Family::fwd)) {
     const AttentionCase a{DType::bf16, hdim, hdim, MaskKind::none, 1,
                           24,          6,    1100, 4001,           Layout::bshd};
     INFO(test::describe(a));
@@ -172,7 +173,7 @@ TEST_CASE("gpu sm90a fwd: causal tiles in the host's planned order match the ref
   // first shape of its list that plans on this GPU and asserts there is one.
   const int sms = gpu_multiprocessor_count();
   std::uint32_t seed = 45000;
-  for (int hdim : codegen::wgmma_sm90a_hdims(Family::fwd)) {
+  for (int hdim : kernels::wgmma_sm90a::served_hdims(Family::fwd)) {
     for (MaskKind mask : {MaskKind::causal_top_left, MaskKind::causal_bottom_right}) {
       FmhaKernelConfig c;
       c.family = Family::fwd;
@@ -192,7 +193,8 @@ TEST_CASE("gpu sm90a fwd: causal tiles in the host's planned order match the ref
                                                   {1, 36, 2100}}) {
         const AttentionCase a{DType::bf16, hdim,      hdim,   mask,   batch,
                               heads,       heads / 4, seqlen, seqlen, Layout::bshd};
-        if (dispatch::fwd_tile_order(canonical, test::problem_of(a), sms).order.empty()) continue;
+        if (kernels::wgmma_sm90a::fwd_tile_order(canonical, test::problem_of(a), sms).order.empty())
+          continue;
         INFO(test::describe(a));
         test::check_forward(a, KernelImpl::wgmma_sm90a, seed++);
         planned = true;
@@ -229,7 +231,8 @@ TEST_CASE("gpu sm90a fwd: causal shapes past the runner's plan cap run in the st
   int planned = 0;
   for (int seqlen_q = 1960; seqlen_q < 2100; ++seqlen_q) {
     a.seqlen_q = seqlen_q;
-    if (!dispatch::fwd_tile_order(canonical, test::problem_of(a), sms).order.empty()) ++planned;
+    if (!kernels::wgmma_sm90a::fwd_tile_order(canonical, test::problem_of(a), sms).order.empty())
+      ++planned;
     test::gpu_forward(a, KernelImpl::wgmma_sm90a, q, k, v);
   }
   INFO(planned << " of 140 shapes plan on " << sms << " SMs");
@@ -237,8 +240,9 @@ TEST_CASE("gpu sm90a fwd: causal shapes past the runner's plan cap run in the st
   a.seqlen_q = 1960;  // under the cap
   test::check_forward(a, KernelImpl::wgmma_sm90a, 47003);
   a.seqlen_q = 2100;  // past it
-  REQUIRE_FALSE(dispatch::fwd_tile_order(canonical, test::problem_of(a), sms).order.empty());
-  CHECK(dispatch::fwd_l2_section_kv_heads(test::problem_of(a)) < 4 * 8);
+  REQUIRE_FALSE(
+      kernels::wgmma_sm90a::fwd_tile_order(canonical, test::problem_of(a), sms).order.empty());
+  CHECK(kernels::wgmma_sm90a::fwd_l2_section_kv_heads(test::problem_of(a)) < 4 * 8);
   test::check_forward(a, KernelImpl::wgmma_sm90a, 47004);
 }
 
@@ -265,5 +269,5 @@ TEST_CASE("gpu sm90a fwd: auto picks wgmma_sm90a on this GPU and falls back wher
   r = setup_fmha_dispatcher(c);
   REQUIRE(r.success);
   CHECK(r.config.impl == KernelImpl::mma_sm80);
-  CHECK_FALSE(codegen::impl_fallback_reason(c).empty());
+  CHECK_FALSE(kernels::impl_fallback_reason(c).empty());
 }

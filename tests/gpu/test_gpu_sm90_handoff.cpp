@@ -7,7 +7,7 @@
 
 #include <vector>
 
-#include "dispatcher/device/device_api.hpp"
+#include "device/device_api.hpp"
 #include "gpu/attention_harness.hpp"
 #include "support/sm90_probe.hpp"
 

@@ -12,7 +12,7 @@
 #include <fstream>
 #include <vector>
 
-#include "dispatcher/device/device_api.hpp"
+#include "device/device_api.hpp"
 #include "gpu/attention_harness.hpp"
 #include "support/sm90_probe.hpp"
 

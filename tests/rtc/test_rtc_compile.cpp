@@ -8,12 +8,13 @@
 
 #include "cache/disk_cache.hpp"
 #include "cache/file_io.hpp"
-#include "codegen/heuristics.hpp"
 #include "codegen/rtc/compiler.hpp"
-#include "codegen/tile_shapes.hpp"
+#include "dispatcher/dispatcher.hpp"
 #include "dispatcher/pipeline.hpp"
 #include "fmha_jit/dispatcher.hpp"
 #include "fmha_jit/error.hpp"
+#include "kernels/resolve.hpp"
+#include "kernels/wgmma_sm90a/tiles.hpp"
 #include "support/test_support.hpp"
 
 using namespace fmha_jit;
@@ -326,7 +327,7 @@ namespace {
 void require_hopper_kernels_fast(Family family) {
   test::TempDir tmp;
   std::vector<FmhaKernelConfig> configs;
-  for (int hdim : codegen::wgmma_sm90a_hdims(family)) {
+  for (int hdim : kernels::wgmma_sm90a::served_hdims(family)) {
     for (DType dtype : {DType::fp16, DType::bf16}) {
       for (MaskKind mask : {MaskKind::none, MaskKind::causal_top_left,
                             MaskKind::causal_bottom_right, MaskKind::sliding_window}) {
@@ -343,9 +344,9 @@ void require_hopper_kernels_fast(Family family) {
       }
     }
   }
-  // Short causal forwards run on a tile variant (codegen::problem_tile_variant): shipped too.
+  // Short causal forwards run on a tile variant (kernels::problem_tile_variant): shipped too.
   for (std::size_t i = 0, n = configs.size(); i < n; ++i) {
-    if (const auto v = codegen::problem_tile_variant(configs[i])) configs.push_back(v->config);
+    if (const auto v = kernels::problem_tile_variant(configs[i])) configs.push_back(v->config);
   }
   const auto manifests = compile_all(configs, tmp.path());
   for (std::size_t i = 0; i < configs.size(); ++i) {

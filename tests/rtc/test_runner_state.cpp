@@ -10,7 +10,7 @@
 #include <thread>
 
 #include "common/fmha_params.h"
-#include "dispatcher/device/device_api.hpp"
+#include "device/device_api.hpp"
 #include "fmha_jit/dispatcher.hpp"
 #include "support/fake_device.hpp"
 #include "support/test_support.hpp"

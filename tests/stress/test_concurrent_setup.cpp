@@ -20,6 +20,7 @@
 
 #include "cache/disk_cache.hpp"
 #include "cache/file_io.hpp"
+#include "dispatcher/dispatcher.hpp"
 #include "dispatcher/pipeline.hpp"
 #include "fmha_jit/dispatcher.hpp"
 #include "stress/worker_client.hpp"

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "dispatcher/device/device_api.hpp"
+#include "device/device_api.hpp"
 #include "dispatcher/runner.hpp"
 
 namespace fmha_jit::test {

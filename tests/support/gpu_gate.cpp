@@ -1,7 +1,7 @@
 #include "support/gpu_gate.hpp"
 
-#include "dispatcher/device/device_api.hpp"
-#include "dispatcher/environment.hpp"
+#include "device/device_api.hpp"
+#include "device/device_env.hpp"
 #include "fmha_jit/error.hpp"
 
 namespace fmha_jit::test {
@@ -10,7 +10,7 @@ GpuProbe probe_gpu() {
   GpuProbe probe;
   std::optional<std::string> choice;
   try {
-    choice = dispatch::device_from_env();
+    choice = device::device_from_env();
   } catch (const Error& e) {
     probe.device_env_error = e.what();
     return probe;

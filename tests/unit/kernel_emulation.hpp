@@ -1,7 +1,7 @@
 // A CPU emulation of the GPU kernels' arithmetic, for testing the accuracy rule without a GPU: it
 // must pass the rule, and the faults a broken kernel would make must not.
 //
-// It shares no code with the per-slice references (tests/reference/slice_*.cpp) and computes
+// It shares no code with the per-slice references (reference/slice_*.cpp) and computes
 // differently from their lowp in the ways the kernels do: the kernels' masks (common/mask.h), key
 // tiles of 64 or 128 with an online softmax in base 2 (the scale folded into log2(e), the running
 // max rescaling the sums), unnormalised P rounded to the dtype before P V, products summed in

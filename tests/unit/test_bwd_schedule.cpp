@@ -20,13 +20,15 @@
 #include <vector>
 
 #include "dispatcher/launch.hpp"
-#include "dispatcher/plan.hpp"
 #include "fmha_jit/dispatcher.hpp"
+#include "kernels/registry.hpp"
 #include "support/test_support.hpp"
 // Last before the device code: it defines __CUDACC__.
 #include "support/device_shim.hpp"
 // After the shim: device code.
 #include "bwd/fmha_bwd_sm90a_schedule.h"
+#include "kernels/common/key_tiles.hpp"
+#include "kernels/wgmma_sm90a/bwd_schedule.hpp"
 
 using namespace fmha_jit;
 
@@ -120,11 +122,12 @@ void check_launch(const Problem& prob, int sms, int section_pairs = 0, int up_ce
   REQUIRE(c.block_n == Shape::kBlockN);
   const FmhaProblem fp = test::sized_problem(prob.batch, prob.hq, prob.hk, prob.sq, prob.sk,
                                              prob.hdim, prob.window_left, prob.window_right);
-  // The parameters as the runner builds them (dispatcher/runner.cpp), then its device choices.
+  // The parameters as the runner builds them (dispatcher/runner.cpp), then the launcher's choices
+  // (kernels/wgmma_sm90a/launcher.cpp).
   FmhaBwdParams params = dispatch::make_bwd_params(c, fp, test::placeholder_bwd_tensors(),
                                                    test::placeholder_workspace());
   const FmhaFwdParams& f = params.fwd;
-  dispatch::set_bwd_device_choices(params, c, fp, sms);
+  kernels::wgmma_sm90a::set_bwd_choices(params, c, fp, sms);
   if (section_pairs > 0 && !kDet) params.causal_section_pairs = section_pairs;
   if (section_pairs > 0 && kDet) {
     const int pairs = prob.hk * prob.batch;
@@ -144,9 +147,9 @@ void check_launch(const Problem& prob, int sms, int section_pairs = 0, int up_ce
   }
 
   // The grid as the plan launches it.
-  const auto stages = dispatch::plan_stages(c, fp, sms);
-  const dispatch::StageLaunch& launch = stages[1];
-  const int num_n = static_cast<int>(dispatch::key_tiles(c, fp));
+  const auto stages = kernels::plan_stages(c, fp, sms);
+  const kernels::StageLaunch& launch = stages[1];
+  const int num_n = static_cast<int>(kernels::key_tiles(c, fp));
   const int num_m = (prob.sq + Shape::kBlockM - 1) / Shape::kBlockM;
   std::vector<Cta> ctas;
   for (unsigned z = 0; z < launch.grid.z; ++z) {
@@ -506,6 +509,6 @@ TEST_CASE("bwd schedule: the split last wave covers each split key tile's visits
   fp.nhead_q = fp.nhead_k = 16;
   fp.seqlen_q = fp.seqlen_k = 8192;
   fp.hdim_q = fp.hdim_v = 128;
-  REQUIRE(dispatch::bwd_split_tail(canonicalize(c), fp, 132).tiles > 0);
+  REQUIRE(kernels::wgmma_sm90a::bwd_split_tail(canonicalize(c), fp, 132).tiles > 0);
   check_launch<ScheduleShape<64, 128, 1>, FMHA_MASK_NONE, false>(p, 132);
 }

@@ -6,11 +6,12 @@
 #include "codegen/kernel_name.hpp"
 #include "codegen/render.hpp"
 #include "codegen/rtc/ptxas_report.hpp"
-#include "codegen/sweep.hpp"
 #include "codegen/templates.hpp"
-#include "codegen/tile_shapes.hpp"
 #include "fmha_jit/error.hpp"
+#include "kernels/registry.hpp"
+#include "kernels/wgmma_sm90a/tiles.hpp"
 #include "support/test_support.hpp"
+#include "tools/fmha-jit/sweep.hpp"
 
 using namespace fmha_jit;
 
@@ -21,8 +22,8 @@ TEST_CASE("codegen: the entry is thin and names every stage", "[codegen]") {
     config.hdim_v = 128;
     config.mask = MaskKind::sliding_window;
     const auto canonical = canonicalize(config);
-    const auto entry = codegen::render_entry(canonical);
-    CHECK(entry.symbols.size() == codegen::stage_roles(canonical).size());
+    const auto entry = kernels::render_entry(canonical);
+    CHECK(entry.symbols.size() == kernels::stage_roles(canonical).size());
     for (const auto& symbol : entry.symbols) {
       CHECK_THAT(entry.source,
                  Catch::Contains("extern \"C\" __global__") && Catch::Contains(symbol + "("));
@@ -45,7 +46,7 @@ TEST_CASE("codegen: the Hopper entries take their tensor maps as __grid_constant
     c.family = family;
     const auto canonical = canonicalize(c);
     REQUIRE(canonical.impl == KernelImpl::wgmma_sm90a);
-    const auto entry = codegen::render_entry(canonical);
+    const auto entry = kernels::render_entry(canonical);
     const std::string params = family == Family::fwd
                                    ? "const __grid_constant__ FmhaFwdSm90Params p"
                                    : "const __grid_constant__ FmhaBwdSm90Params p";
@@ -65,7 +66,7 @@ TEST_CASE("codegen: the Hopper entries take their tensor maps as __grid_constant
   // hdim 256: its own stage-2 template (both warpgroups on one 64-key tile), same stages 1 and 3.
   c.family = Family::bwd;
   c.hdim_q = c.hdim_v = 256;
-  const auto entry = codegen::render_entry(canonicalize(c));
+  const auto entry = kernels::render_entry(canonicalize(c));
   CHECK_THAT(entry.source, Catch::Contains("#include \"bwd/fmha_bwd_sm90a_hd256.h\"") &&
                                Catch::Contains("fmha_bwd_sm90a_hd256_dq_dk_dv<") &&
                                Catch::Contains("fmha_bwd_sm80_dot_do_o<") &&
@@ -74,14 +75,14 @@ TEST_CASE("codegen: the Hopper entries take their tensor maps as __grid_constant
 
 TEST_CASE("codegen: kernel names are readable and unique across the sweep", "[codegen]") {
   const auto items =
-      codegen::plan_sweep(nlohmann::json{{"family", {"fwd", "bwd"}},
-                                         {"dtype", {"fp16", "bf16"}},
-                                         {"hdim_q", {32, 64, 96, 128, 192, 256}},
-                                         {"hdim_v", {32, 64, 96, 128, 192, 256}},
-                                         {"mask", {"none", "causal", "causal-br", "window"}},
-                                         {"deterministic", {false, true}},
-                                         {"lse", {false, true}},
-                                         {"arch", {"sm_80", "sm_90", "sm_90a", "gfx90a"}}});
+      cli::plan_sweep(nlohmann::json{{"family", {"fwd", "bwd"}},
+                                     {"dtype", {"fp16", "bf16"}},
+                                     {"hdim_q", {32, 64, 96, 128, 192, 256}},
+                                     {"hdim_v", {32, 64, 96, 128, 192, 256}},
+                                     {"mask", {"none", "causal", "causal-br", "window"}},
+                                     {"deterministic", {false, true}},
+                                     {"lse", {false, true}},
+                                     {"arch", {"sm_80", "sm_90", "sm_90a", "gfx90a"}}});
   std::set<std::string> names;
   int valid = 0;
   for (const auto& item : items) {
@@ -93,15 +94,15 @@ TEST_CASE("codegen: kernel names are readable and unique across the sweep", "[co
   }
   // 7 head-dim pairs x 4 masks x 2 dtypes x 4 archs, fwd x 2 lse + bwd x 2 deterministic; the
   // forwards and backwards that wgmma_sm90a serves are one kernel each for sm_90 and sm_90a.
-  const int hopper_hdims = static_cast<int>(codegen::wgmma_sm90a_hdims(Family::fwd).size() +
-                                            codegen::wgmma_sm90a_hdims(Family::bwd).size());
+  const int hopper_hdims = static_cast<int>(kernels::wgmma_sm90a::served_hdims(Family::fwd).size() +
+                                            kernels::wgmma_sm90a::served_hdims(Family::bwd).size());
   // Plus the short causal tile variant of each Hopper forward that has one (2 causal masks x 2
   // dtypes x 2 lse), once: the sm_90 and sm_90a configs share it.
   int variant_hdims = 0;
-  for (int hdim : codegen::wgmma_sm90a_hdims(Family::fwd)) {
+  for (int hdim : kernels::wgmma_sm90a::served_hdims(Family::fwd)) {
     FmhaKernelConfig c;
     c.hdim_q = c.hdim_v = hdim;
-    if (codegen::wgmma_sm90a_fwd_short_causal_tile(c)) ++variant_hdims;
+    if (kernels::wgmma_sm90a::fwd_short_causal_tile(c)) ++variant_hdims;
   }
   CHECK(variant_hdims == 2);
   CHECK(valid == 7 * 4 * 2 * 4 * (2 + 2) - hopper_hdims * 4 * 2 * 2 + variant_hdims * 2 * 2 * 2);
@@ -113,7 +114,7 @@ TEST_CASE("codegen: quoted includes and template closure", "[codegen]") {
   CHECK(codegen::quoted_includes("#include \"a/b.h\"\n  #  include \"c.h\" // x\n#include <d>\n"
                                  "// #include \"not/this.h\"\nint x;\n") ==
         std::vector<std::string>{"a/b.h", "c.h"});
-  const auto entry = codegen::render_entry(canonicalize(test::small_config()));
+  const auto entry = kernels::render_entry(canonicalize(test::small_config()));
   std::set<std::string> paths;
   for (const auto* t : codegen::TemplateSet::embedded().closure(entry.source)) {
     paths.emplace(t->path);
@@ -126,10 +127,10 @@ TEST_CASE("codegen: quoted includes and template closure", "[codegen]") {
 }
 
 TEST_CASE("sweep: lists expand to a product; invalid points are skipped with a reason", "[sweep]") {
-  const auto points = codegen::expand_sweep(nlohmann::json::parse(
+  const auto points = cli::expand_sweep(nlohmann::json::parse(
       R"({"family": ["fwd", "bwd"], "hdim_q": [64, 128], "hdim_v": [64, 128], "arch": "sm_90"})"));
   CHECK(points.size() == 8);
-  const auto items = codegen::plan_sweep(nlohmann::json::parse(
+  const auto items = cli::plan_sweep(nlohmann::json::parse(
       R"({"family": ["fwd", "bwd"], "hdim_q": [64, 128], "hdim_v": [64, 128], "arch": "sm_90"})"));
   int valid = 0, skipped = 0;
   for (const auto& item : items) {
@@ -145,7 +146,7 @@ TEST_CASE("sweep: lists expand to a product; invalid points are skipped with a r
 }
 
 TEST_CASE("sweep: a point without hdim_v takes its own hdim_q", "[sweep]") {
-  const auto items = codegen::plan_sweep(nlohmann::json::parse(
+  const auto items = cli::plan_sweep(nlohmann::json::parse(
       R"({"family": ["fwd", "bwd"], "hdim_q": [64, 128], "arch": "sm_90", "impl": "reference"})"));
   REQUIRE(items.size() == 4);
   for (const auto& item : items) {
@@ -158,24 +159,24 @@ TEST_CASE("sweep: a point without hdim_v takes its own hdim_q", "[sweep]") {
 
 TEST_CASE("sweep: duplicates after canonicalisation are dropped", "[sweep]") {
   // deterministic does not apply to fwd: two points, one kernel.
-  const auto items = codegen::plan_sweep(
+  const auto items = cli::plan_sweep(
       nlohmann::json::parse(R"({"family": "fwd", "deterministic": [false, true]})"));
   CHECK(items.size() == 1);
 }
 
 TEST_CASE("sweep: arrays of objects, and malformed documents", "[sweep]") {
-  CHECK(codegen::expand_sweep(nlohmann::json::parse(R"([{"hdim_q": [64, 128]}, {}])")).size() == 3);
-  CHECK_THROWS_AS(codegen::expand_sweep(nlohmann::json::parse(R"({"hdim_q": []})")), FieldError);
-  CHECK_THROWS_AS(codegen::expand_sweep(nlohmann::json::parse(R"([1, 2])")), FieldError);
-  CHECK_THROWS_AS(codegen::expand_sweep(nlohmann::json::parse("\"x\"")), FieldError);
+  CHECK(cli::expand_sweep(nlohmann::json::parse(R"([{"hdim_q": [64, 128]}, {}])")).size() == 3);
+  CHECK_THROWS_AS(cli::expand_sweep(nlohmann::json::parse(R"({"hdim_q": []})")), FieldError);
+  CHECK_THROWS_AS(cli::expand_sweep(nlohmann::json::parse(R"([1, 2])")), FieldError);
+  CHECK_THROWS_AS(cli::expand_sweep(nlohmann::json::parse("\"x\"")), FieldError);
   nlohmann::json huge = nlohmann::json::object();
   for (const char* f : {"hdim_q", "hdim_v", "block_m", "block_n"}) {
     huge[f] = nlohmann::json::array();
     for (int i = 0; i < 20; ++i) huge[f].push_back(i);
   }
-  CHECK_THROWS_AS(codegen::expand_sweep(huge), FieldError);  // 160000 points
+  CHECK_THROWS_AS(cli::expand_sweep(huge), FieldError);  // 160000 points
   // Unknown fields are reported per point, not thrown for the whole file.
-  const auto items = codegen::plan_sweep(nlohmann::json::parse(R"({"hdimq": 64})"));
+  const auto items = cli::plan_sweep(nlohmann::json::parse(R"({"hdimq": 64})"));
   REQUIRE(items.size() == 1);
   CHECK_FALSE(items[0].valid);
   CHECK_THAT(items[0].skip_reason, Catch::Contains("hdimq"));
@@ -215,10 +216,10 @@ TEST_CASE("ptxas report: registers, spills, stack, shared memory and wgmma seria
   CHECK(r[2].symbol == "k_mma");
   CHECK(r[2].wgmma_serialized);
   // The manifest keeps the flag; a manifest written before it existed reads as not serialised.
-  CHECK(codegen::rtc::resources_from_json(codegen::rtc::to_json(r[2])).wgmma_serialized);
-  nlohmann::json older = codegen::rtc::to_json(r[2]);
+  CHECK(support::resources_from_json(support::to_json(r[2])).wgmma_serialized);
+  nlohmann::json older = support::to_json(r[2]);
   older.erase("wgmma_serialized");
-  CHECK_FALSE(codegen::rtc::resources_from_json(older).wgmma_serialized);
-  CHECK(codegen::rtc::resources_from_json(older).registers == 168);
+  CHECK_FALSE(support::resources_from_json(older).wgmma_serialized);
+  CHECK(support::resources_from_json(older).registers == 168);
   CHECK(codegen::rtc::parse_ptxas_report("garbage\n'\n").empty());
 }

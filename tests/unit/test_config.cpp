@@ -1,10 +1,10 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
-#include "codegen/heuristics.hpp"
-#include "codegen/tile_shapes.hpp"
 #include "fmha_jit/config.hpp"
 #include "fmha_jit/error.hpp"
+#include "kernels/resolve.hpp"
+#include "kernels/wgmma_sm90a/tiles.hpp"
 #include "support/field_error.hpp"
 
 using namespace fmha_jit;
@@ -337,7 +337,7 @@ TEST_CASE("config: the Hopper forward (wgmma_sm90a) and when auto falls back", "
   FmhaKernelConfig c;
   c.family = Family::fwd;
   for (const char* arch : {"sm_90", "sm_90a"}) {
-    for (int hdim : codegen::wgmma_sm90a_hdims(Family::fwd)) {
+    for (int hdim : kernels::wgmma_sm90a::served_hdims(Family::fwd)) {
       c.arch = arch;
       c.hdim_q = c.hdim_v = hdim;
       INFO(arch << " hdim " << hdim);
@@ -347,7 +347,7 @@ TEST_CASE("config: the Hopper forward (wgmma_sm90a) and when auto falls back", "
       CHECK(r.block_m == (hdim == 64 ? 192 : 128));  // three consumer warpgroups at hdim 64
       CHECK(r.num_warps == (hdim == 64 ? 16 : 12));
       CHECK(r.block_n == (hdim >= 192 ? 80 : 128));  // 80 keys: shared memory at 192, O at 256
-      CHECK(codegen::impl_fallback_reason(c).empty());
+      CHECK(kernels::impl_fallback_reason(c).empty());
     }
   }
   // Auto falls back, with a reason, where the Hopper kernels do not reach.
@@ -355,18 +355,18 @@ TEST_CASE("config: the Hopper forward (wgmma_sm90a) and when auto falls back", "
   c.hdim_q = c.hdim_v = 96;
   CHECK(canonicalize(c).impl == KernelImpl::mma_sm80);
   CHECK(canonicalize(c).arch == "sm_90");
-  CHECK_THAT(codegen::impl_fallback_reason(c), Catch::Contains("hdim 96"));
+  CHECK_THAT(kernels::impl_fallback_reason(c), Catch::Contains("hdim 96"));
   c.hdim_q = 192;
   c.hdim_v = 128;
-  CHECK_THAT(codegen::impl_fallback_reason(c), Catch::Contains("hdim_q != hdim_v"));
+  CHECK_THAT(kernels::impl_fallback_reason(c), Catch::Contains("hdim_q != hdim_v"));
   // The backward serves hdim 64, 128 and 256 (at 256 both warpgroups share 64 keys and split
   // the head dim); hdim 96 and 192 fall back.
   c.family = Family::bwd;
-  CHECK(codegen::wgmma_sm90a_hdims(Family::bwd) == std::vector<int>{64, 128, 256});
+  CHECK(kernels::wgmma_sm90a::served_hdims(Family::bwd) == std::vector<int>{64, 128, 256});
   c.hdim_q = c.hdim_v = 192;
   CHECK(canonicalize(c).impl == KernelImpl::mma_sm80);
-  CHECK_THAT(codegen::impl_fallback_reason(c), Catch::Contains("hdim 192 (its bwd serves"));
-  for (int hdim : codegen::wgmma_sm90a_hdims(Family::bwd)) {
+  CHECK_THAT(kernels::impl_fallback_reason(c), Catch::Contains("hdim 192 (its bwd serves"));
+  for (int hdim : kernels::wgmma_sm90a::served_hdims(Family::bwd)) {
     c.hdim_q = c.hdim_v = hdim;
     INFO("bwd hdim " << hdim);
     const auto r = canonicalize(c);
@@ -380,15 +380,15 @@ TEST_CASE("config: the Hopper forward (wgmma_sm90a) and when auto falls back", "
     c.deterministic = true;
     CHECK(canonicalize(c).num_stages == (hdim == 256 ? 1 : 2));
     c.deterministic = false;
-    CHECK(codegen::impl_fallback_reason(c).empty());
+    CHECK(kernels::impl_fallback_reason(c).empty());
   }
   c.hdim_q = c.hdim_v = 96;
   CHECK(canonicalize(c).impl == KernelImpl::mma_sm80);
-  CHECK_THAT(codegen::impl_fallback_reason(c), Catch::Contains("hdim 96"));
+  CHECK_THAT(kernels::impl_fallback_reason(c), Catch::Contains("hdim 96"));
   c.family = Family::fwd;
   c.arch = "sm_80";
   CHECK(canonicalize(c).impl == KernelImpl::mma_sm80);
-  CHECK(codegen::impl_fallback_reason(c).empty());  // nothing to fall back from
+  CHECK(kernels::impl_fallback_reason(c).empty());  // nothing to fall back from
 
   // Asked for explicitly where it cannot run, or with tiles it does not have.
   c.arch = "sm_90";
@@ -481,7 +481,7 @@ TEST_CASE("config: short causal forwards on Hopper get a tile variant", "[config
   c.arch = "sm_90";
   c.mask = MaskKind::causal_top_left;
   c.hdim_q = c.hdim_v = 256;
-  auto v = codegen::problem_tile_variant(c);
+  auto v = kernels::problem_tile_variant(c);
   REQUIRE(v);
   // 64 keys instead of 80; its own canonical config (and so its own key and cache entry).
   CHECK(v->config.impl == KernelImpl::wgmma_sm90a);
@@ -490,9 +490,9 @@ TEST_CASE("config: short causal forwards on Hopper get a tile variant", "[config
   CHECK(canonicalize(v->config).arch == "sm_90a");
   FmhaProblem p;
   p.hdim_q = p.hdim_v = 256;
-  p.seqlen_q = p.seqlen_k = codegen::kShortCausalSeqlen;
+  p.seqlen_q = p.seqlen_k = kernels::wgmma_sm90a::kShortCausalSeqlen;
   CHECK(v->applies(p));
-  p.seqlen_k = codegen::kShortCausalSeqlen + 1;  // either length decides
+  p.seqlen_k = kernels::wgmma_sm90a::kShortCausalSeqlen + 1;  // either length decides
   CHECK_FALSE(v->applies(p));
   p.seqlen_k = 512;
   p.seqlen_q = 2048;
@@ -500,14 +500,14 @@ TEST_CASE("config: short causal forwards on Hopper get a tile variant", "[config
 
   c.hdim_q = c.hdim_v = 64;  // 128 query rows (two consumer warpgroups) instead of 192
   c.mask = MaskKind::causal_bottom_right;
-  v = codegen::problem_tile_variant(c);
+  v = kernels::problem_tile_variant(c);
   REQUIRE(v);
   CHECK(canonicalize(v->config).block_m == 128);
   CHECK(canonicalize(v->config).num_warps == 12);
   CHECK(canonicalize(c).block_m == 192);
 
   // None where the long tile measured faster or is not the heuristic's to change.
-  auto none = [](FmhaKernelConfig x) { return !codegen::problem_tile_variant(x).has_value(); };
+  auto none = [](FmhaKernelConfig x) { return !kernels::problem_tile_variant(x).has_value(); };
   FmhaKernelConfig x = c;
   x.hdim_q = x.hdim_v = 128;  // 64 keys measured slower at every length
   CHECK(none(x));

@@ -1,13 +1,13 @@
 // The Hopper forward's persistent work list (templates/fwd/fmha_fwd_sm90a_work.h), run on the
 // host through support/device_shim.hpp for every CTA of the launches the plan makes (grid and
-// split tail from dispatch::plan_stages and fwd_split_tail for an SM count). Checked: the tile
+// split tail from kernels::plan_stages and fwd_split_tail for an SM count). Checked: the tile
 // list maps onto (query tile, head, batch) one to one; every tile runs once whole, or, in the
 // split round, as segments whose key blocks partition the tile's own (fmha_block_keys) in CTA
 // order; every CTA's split range maps back to it (fmha_fwd_sm90a_split_owner), and a segment's
 // part is 0 exactly when the CTA's range starts inside its tile (what the combining warpgroup
 // reads, FmhaFwdSm90aSegments). Causal launches run twice: in the kernel's static order and in
-// the host's plan (dispatch::fwd_tile_order) where it makes one. A GPU run covers only its own SM
-// count and the shapes it runs.
+// the host's plan (kernels::wgmma_sm90a::fwd_tile_order) where it makes one. A GPU run covers only
+// its own SM count and the shapes it runs.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -19,15 +19,17 @@
 #include <type_traits>
 #include <vector>
 
-#include "codegen/tile_shapes.hpp"
 #include "dispatcher/launch.hpp"
-#include "dispatcher/plan.hpp"
 #include "fmha_jit/dispatcher.hpp"
+#include "kernels/registry.hpp"
+#include "kernels/wgmma_sm90a/params.hpp"
+#include "kernels/wgmma_sm90a/tiles.hpp"
 #include "support/test_support.hpp"
 // Last before the device code: it defines __CUDACC__.
 #include "support/device_shim.hpp"
 // After the shim: device code.
 #include "fwd/fmha_fwd_sm90a_work.h"
+#include "kernels/wgmma_sm90a/fwd_schedule.hpp"
 
 using namespace fmha_jit;
 
@@ -58,23 +60,23 @@ void check_launch(const FmhaKernelConfig& c, const Problem& prob, int sms, bool 
   const int window = c.mask == MaskKind::sliding_window ? 40 : -1;
   const FmhaProblem fp =
       test::sized_problem(prob.batch, prob.hq, prob.hk, prob.sq, prob.sk, c.hdim_q, window, window);
-  // The parameters as the runner builds them (make_fwd_sm90a_params without the tensor maps,
+  // The parameters as the runner builds them (wgmma_sm90a::make_fwd_params without the tensor maps,
   // which need a driver).
   FmhaFwdSm90Params P{};
   P.fwd = dispatch::make_fwd_params(c, fp, test::placeholder_fwd_tensors());
   const FmhaFwdParams& f = P.fwd;
-  const dispatch::FwdSplitTail split = dispatch::fwd_split_tail(c, fp, sms);
-  dispatch::set_fwd_sm90a_work(P, c, split, test::placeholder_workspace());
+  const kernels::wgmma_sm90a::FwdSplitTail split = kernels::wgmma_sm90a::fwd_split_tail(c, fp, sms);
+  kernels::wgmma_sm90a::set_fwd_work(P, c, split, test::placeholder_workspace());
   CHECK(P.causal_section_heads == f.nhead_q * f.batch);
   if (section_heads > 0) P.causal_section_heads = section_heads;
-  const auto stages = dispatch::plan_stages(c, fp, sms);
+  const auto stages = kernels::plan_stages(c, fp, sms);
   REQUIRE(stages.size() == 1);
   const unsigned grid = stages[0].grid.x;
   REQUIRE(static_cast<int>(grid) == std::min(P.num_tiles, sms));
   gridDim = {grid, 1, 1};
-  dispatch::FwdTileOrder order;
+  kernels::wgmma_sm90a::FwdTileOrder order;
   if (planned) {
-    order = dispatch::fwd_tile_order(c, fp, sms);
+    order = kernels::wgmma_sm90a::fwd_tile_order(c, fp, sms);
     if (order.order.empty()) return;  // the static order stays: checked without a plan
     REQUIRE(order.grid == static_cast<int>(grid));
     REQUIRE(order.order.size() == static_cast<std::size_t>(order.rounds) * grid);
@@ -219,10 +221,10 @@ FmhaKernelConfig fwd_config(int hdim, MaskKind mask) {
   return c;
 }
 
-// The short causal tile variant of a head dim (codegen::wgmma_sm90a_fwd_short_causal_tile).
+// The short causal tile variant of a head dim (kernels::wgmma_sm90a::fwd_short_causal_tile).
 FmhaKernelConfig short_causal_config(int hdim, MaskKind mask) {
   FmhaKernelConfig c = fwd_config(hdim, mask);
-  const auto tile = codegen::wgmma_sm90a_fwd_short_causal_tile(c);
+  const auto tile = kernels::wgmma_sm90a::fwd_short_causal_tile(c);
   REQUIRE(tile.has_value());
   c.block_m = tile->block_m;
   c.block_n = tile->block_n;

@@ -7,7 +7,7 @@
 #include <sstream>
 #include <string>
 
-#include "dispatcher/device/device_api.hpp"
+#include "device/device_api.hpp"
 #include "fmha_jit/dispatcher.hpp"
 #include "support/gpu_gate.hpp"
 #include "support/test_support.hpp"

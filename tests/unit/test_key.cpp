@@ -8,8 +8,11 @@
 
 #include "cache/key.hpp"
 #include "codegen/render.hpp"
+#include "codegen/rtc/compiler.hpp"
 #include "codegen/templates.hpp"
-#include "dispatcher/device/dynamic_library.hpp"
+#include "dispatcher/pipeline.hpp"
+#include "kernels/registry.hpp"
+#include "support/dynamic_library.hpp"
 #include "support/test_support.hpp"
 
 using namespace fmha_jit;
@@ -37,8 +40,8 @@ class FakeCompiler final : public codegen::rtc::RtcCompiler {
 std::string key_of(const FmhaKernelConfig& config, const FakeCompiler& compiler,
                    const codegen::TemplateSet& templates = codegen::TemplateSet::embedded()) {
   const auto canonical = canonicalize(config);
-  const auto entry = codegen::render_entry(canonical);
-  return cache::compute_key(cache::key_inputs(canonical, entry, compiler, templates));
+  const auto entry = kernels::render_entry(canonical);
+  return cache::compute_key(dispatch::key_inputs(canonical, entry, compiler, templates));
 }
 
 // SHA-256 of a file by CMake, the same tool that hashes templates at build time.
@@ -103,8 +106,9 @@ TEST_CASE("key: compiler identity, version, options and format version", "[key]"
   FakeCompiler compiler;
   const auto config = test::small_config();
   const auto canonical = canonicalize(config);
-  const auto entry = codegen::render_entry(canonical);
-  const auto base = cache::key_inputs(canonical, entry, compiler, codegen::TemplateSet::embedded());
+  const auto entry = kernels::render_entry(canonical);
+  const auto base =
+      dispatch::key_inputs(canonical, entry, compiler, codegen::TemplateSet::embedded());
   const std::string k = cache::compute_key(base);
   auto changed = [&](auto mutate) {
     cache::KeyInputs in = base;
@@ -143,11 +147,11 @@ TEST_CASE("key: the RTC library's identity is its name and size, not its packagi
   std::filesystem::create_directory(dir.path() / "other");
   const std::string patch = write("other/libnvrtc.so.13.0.88", 4096);
   const std::string update = write("libnvrtc.so.13.1.0", 4097);
-  CHECK(device::library_identity(plain) == "libnvrtc, 4096 bytes");
-  CHECK(device::library_identity(patch) == device::library_identity(plain));
-  CHECK(device::library_identity(update) != device::library_identity(plain));
+  CHECK(support::library_identity(plain) == "libnvrtc, 4096 bytes");
+  CHECK(support::library_identity(patch) == support::library_identity(plain));
+  CHECK(support::library_identity(update) != support::library_identity(plain));
   // Unreadable: the name alone, so the version string still says which library it was.
-  CHECK(device::library_identity((dir.path() / "libhiprtc.so.5").string()) == "libhiprtc");
+  CHECK(support::library_identity((dir.path() / "libhiprtc.so.5").string()) == "libhiprtc");
 }
 
 TEST_CASE("key: embedded template hashes are the SHA-256 of the source files", "[key]") {
@@ -166,7 +170,7 @@ TEST_CASE("key: one byte of any included template changes the key", "[key]") {
   for (Family family : {Family::fwd, Family::bwd}) {
     const auto config = test::small_config(family);
     const auto canonical = canonicalize(config);
-    const auto entry = codegen::render_entry(canonical);
+    const auto entry = kernels::render_entry(canonical);
     const auto& embedded = codegen::TemplateSet::embedded();
     const std::string base_key = key_of(config, compiler);
     const auto closure = embedded.closure(entry.source);

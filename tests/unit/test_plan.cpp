@@ -9,9 +9,11 @@
 #include "common/fmha_params.h"
 #include "common/mask.h"
 #include "dispatcher/launch.hpp"
-#include "dispatcher/plan.hpp"
 #include "fmha_jit/dispatcher.hpp"
 #include "fmha_jit/error.hpp"
+#include "kernels/registry.hpp"
+#include "kernels/wgmma_sm90a/fwd_schedule.hpp"
+#include "kernels/wgmma_sm90a/tiles.hpp"
 #include "plan_test_problems.hpp"
 
 using namespace fmha_jit;
@@ -21,7 +23,7 @@ using codegen::StageRole;
 TEST_CASE("plan: the tensor-core backward runs three stages", "[plan]") {
   const auto c = bwd_config(true);
   REQUIRE(c.impl == KernelImpl::mma_sm80);
-  const auto stages = dispatch::plan_stages(c, problem());
+  const auto stages = kernels::plan_stages(c, problem());
   REQUIRE(stages.size() == 3);
   CHECK(stages[0].role == StageRole::bwd_dot_do_o);
   CHECK(stages[1].role == StageRole::bwd_dq_dk_dv);
@@ -45,13 +47,13 @@ TEST_CASE("plan: the Hopper backward runs the same three stages, 384 threads eac
   REQUIRE(c.impl == KernelImpl::wgmma_sm90a);
   CHECK(c.block_m == 64);  // hdim 128: each warpgroup's dQ block is a head-dim half
   CHECK(c.block_n == 128);
-  const auto stages = dispatch::plan_stages(c, problem());
+  const auto stages = kernels::plan_stages(c, problem());
   REQUIRE(stages.size() == 3);
   CHECK(stages[1].role == StageRole::bwd_dq_dk_dv);
   // dq_dk_dv in one dimension when deterministic (the kernel orders them, fmha_bwd_key_tile_cta).
   CHECK(stages[1].grid.x == (777 + 127) / 128 * 2 * 3);
   CHECK(stages[1].grid.y == 1);
-  const auto atomic = dispatch::plan_stages(bwd_config(false, "sm_90"), problem());
+  const auto atomic = kernels::plan_stages(bwd_config(false, "sm_90"), problem());
   CHECK(atomic[1].grid.x == (777 + 127) / 128);
   CHECK(atomic[1].grid.y == 2);
   CHECK(atomic[1].grid.z == 3);
@@ -63,7 +65,7 @@ TEST_CASE("plan: the Hopper backward runs the same three stages, 384 threads eac
   // tile, barriers, the up-down walk, alignment.
   CHECK(stages[1].dynamic_smem_bytes == 196608 + 1024 + 2 * 8 + 11 * 8 + 64 + 1024);
   // The same workspace as mma_sm80: fp32 dQ sums and one semaphore per 64-row query tile.
-  const auto w = dispatch::bwd_workspace_layout(c, problem());
+  const auto w = kernels::bwd_workspace_layout(c, problem());
   CHECK(w.dq_accum_bytes == std::size_t(3) * 8 * 1000 * 128 * 4);
   CHECK(w.semaphores_bytes == std::size_t(3) * 8 * ((1000 + 63) / 64) * 4);
 }
@@ -72,7 +74,7 @@ TEST_CASE("plan: the Hopper forward is persistent, one CTA per SM at most", "[pl
   FmhaKernelConfig c = fwd_sm90_config();
   REQUIRE(c.impl == KernelImpl::wgmma_sm90a);
   const unsigned tiles = (1000 + 127) / 128 * 8 * 3;  // m-blocks x heads x batch = 192
-  auto stages = dispatch::plan_stages(c, problem(), 132);
+  auto stages = kernels::plan_stages(c, problem(), 132);
   REQUIRE(stages.size() == 1);
   CHECK(stages[0].role == StageRole::fwd);
   CHECK(stages[0].grid.x == 132);
@@ -83,17 +85,17 @@ TEST_CASE("plan: the Hopper forward is persistent, one CTA per SM at most", "[pl
   // Three stages leave room for one Q buffer only (14 barriers).
   auto three = c;
   three.num_stages = 3;
-  CHECK(dispatch::plan_stages(three, problem(), 132)[0].dynamic_smem_bytes ==
+  CHECK(kernels::plan_stages(three, problem(), 132)[0].dynamic_smem_bytes ==
         32768 + 6 * 32768 + 112 + 1024);
   // hdim 256: Q 64 KB and two stages of 80-key K and V tiles (40 KB each) fill 225 KB.
   auto hd256 = c;
   hd256.hdim_q = hd256.hdim_v = 256;
   hd256.block_n = 0;
   hd256 = canonicalize(hd256);
-  CHECK(dispatch::plan_stages(hd256, problem(), 132)[0].dynamic_smem_bytes ==
+  CHECK(kernels::plan_stages(hd256, problem(), 132)[0].dynamic_smem_bytes ==
         65536 + 4 * 40960 + 80 + 1024);
-  CHECK(dispatch::plan_stages(c, problem(), 0)[0].grid.x == tiles);
-  CHECK(dispatch::plan_stages(c, problem(), 1000)[0].grid.x == tiles);
+  CHECK(kernels::plan_stages(c, problem(), 0)[0].grid.x == tiles);
+  CHECK(kernels::plan_stages(c, problem(), 1000)[0].grid.x == tiles);
 }
 
 TEST_CASE("plan: the Hopper forward splits its last round by keys only where it pays", "[plan]") {
@@ -101,7 +103,7 @@ TEST_CASE("plan: the Hopper forward splits its last round by keys only where it 
   FmhaProblem p = s8192_problem();
   // 64 m-blocks x 32 heads = 2048 tiles: 15 whole rounds on 132 SMs, then 68 tiles of 64 keys
   // blocks split over all 132 CTAs.
-  const auto split = dispatch::fwd_split_tail(c, p, 132);
+  const auto split = kernels::wgmma_sm90a::fwd_split_tail(c, p, 132);
   CHECK(split.round == 15);
   CHECK(split.tiles == 68);
   CHECK(split.blocks == 64);
@@ -116,7 +118,7 @@ TEST_CASE("plan: the Hopper forward splits its last round by keys only where it 
   hd64.block_m = hd64.block_n = hd64.num_warps = hd64.num_stages = 0;
   hd64 = canonicalize(hd64);
   p.seqlen_k = 8191;
-  const auto three = dispatch::fwd_split_tail(hd64, p, 132);
+  const auto three = kernels::wgmma_sm90a::fwd_split_tail(hd64, p, 132);
   CHECK(three.tiles == (8192 + 191) / 192 * 32 % 132);
   CHECK(three.blocks == 64);
   CHECK(three.counters_bytes == static_cast<std::size_t>(three.tiles) * 3 * sizeof(int));
@@ -126,7 +128,7 @@ TEST_CASE("plan: the Hopper forward splits its last round by keys only where it 
   few.nhead_q = few.nhead_k = 17;
   few.seqlen_q = 1024;
   few.seqlen_k = 4000;
-  const auto narrow = dispatch::fwd_split_tail(c, few, 132);
+  const auto narrow = kernels::wgmma_sm90a::fwd_split_tail(c, few, 132);
   CHECK(narrow.tiles == 4);  // 8 m-blocks x 17 heads = 136 tiles
   CHECK(narrow.blocks == 32);
   CHECK(narrow.ctas == 128);
@@ -137,31 +139,31 @@ TEST_CASE("plan: the Hopper forward splits its last round by keys only where it 
   // tile, 68 of 132 SMs busy).
   auto causal = c;
   causal.mask = MaskKind::causal_top_left;
-  CHECK(dispatch::fwd_split_tail(causal, p, 132).tiles == 0);
-  CHECK(dispatch::fwd_split_tail(c, p, 128).tiles == 0);  // 2048 = 16 x 128
-  CHECK(dispatch::fwd_split_tail(c, p, 0).tiles == 0);
-  CHECK(dispatch::fwd_split_tail(c, p, 4096).tiles == 0);
+  CHECK(kernels::wgmma_sm90a::fwd_split_tail(causal, p, 132).tiles == 0);
+  CHECK(kernels::wgmma_sm90a::fwd_split_tail(c, p, 128).tiles == 0);  // 2048 = 16 x 128
+  CHECK(kernels::wgmma_sm90a::fwd_split_tail(c, p, 0).tiles == 0);
+  CHECK(kernels::wgmma_sm90a::fwd_split_tail(c, p, 4096).tiles == 0);
   auto short_p = p;
   short_p.batch = 32;
   short_p.seqlen_q = short_p.seqlen_k = 512;
-  CHECK(dispatch::fwd_split_tail(c, short_p, 132).tiles == 0);
+  CHECK(kernels::wgmma_sm90a::fwd_split_tail(c, short_p, 132).tiles == 0);
   short_p.seqlen_k = 2048;  // 16 blocks x 64 idle SMs: still under 9 x 132
-  CHECK(dispatch::fwd_split_tail(c, short_p, 132).tiles == 0);
+  CHECK(kernels::wgmma_sm90a::fwd_split_tail(c, short_p, 132).tiles == 0);
   short_p.seqlen_k = 4096;
-  CHECK(dispatch::fwd_split_tail(c, short_p, 132).tiles == 68);
+  CHECK(kernels::wgmma_sm90a::fwd_split_tail(c, short_p, 132).tiles == 68);
   // The kernel's 32-bit block arithmetic bounds (tiles x blocks + 1) x SMs below 2^31.
   auto huge = p;
   huge.batch = 1;
   huge.nhead_q = huge.nhead_k = 1;
   huge.seqlen_q = 128 * 140;
   huge.seqlen_k = 1 << 30;
-  CHECK(dispatch::fwd_split_tail(c, huge, 132).tiles == 0);
+  CHECK(kernels::wgmma_sm90a::fwd_split_tail(c, huge, 132).tiles == 0);
   // The backward never splits this way.
   auto bwd = c;
   bwd.family = Family::bwd;
   bwd.block_m = bwd.block_n = bwd.num_warps = bwd.num_stages = 0;
   bwd = canonicalize(bwd);
-  CHECK(dispatch::fwd_split_tail(bwd, p, 132).tiles == 0);
+  CHECK(kernels::wgmma_sm90a::fwd_split_tail(bwd, p, 132).tiles == 0);
 }
 
 TEST_CASE("plan: causal forward tiles are dealt so that the CTAs finish together", "[plan]") {
@@ -175,7 +177,7 @@ TEST_CASE("plan: causal forward tiles are dealt so that the CTAs finish together
   p.batch = 8;
   p.seqlen_q = p.seqlen_k = 2048;
   const int block_n = c.block_n;
-  const auto plan = dispatch::fwd_tile_order(c, p, 132);
+  const auto plan = kernels::wgmma_sm90a::fwd_tile_order(c, p, 132);
   REQUIRE_FALSE(plan.order.empty());
   CHECK(plan.grid == 132);
   CHECK(plan.order.size() == static_cast<std::size_t>(plan.rounds) * 132);
@@ -190,7 +192,7 @@ TEST_CASE("plan: causal forward tiles are dealt so that the CTAs finish together
   // K and V of one head: 2048 keys x (128 + 128) x 2 bytes = 1 MB; 12 heads to a section of
   // 12 MB, so 128 heads take 11 sections. The last (8 heads) is too short for its heaviest
   // tiles to end with the rest, so it is merged with the one before: 10 sections.
-  REQUIRE(dispatch::fwd_l2_section_kv_heads(p) == 12);
+  REQUIRE(kernels::wgmma_sm90a::fwd_l2_section_kv_heads(p) == 12);
   CHECK(plan.sections == 10);
   auto section = [&](int t) { return std::min<std::int64_t>((t % heads) / 12, 9); };
   // Every tile exactly once; each CTA's list in dealing order (section by section, heaviest
@@ -239,8 +241,8 @@ TEST_CASE("plan: causal forward tiles are dealt so that the CTAs finish together
   gqa.nhead_q = 32;
   gqa.nhead_k = 8;
   gqa.batch = 2;
-  CHECK(dispatch::fwd_l2_section_kv_heads(gqa) == 3);
-  CHECK(dispatch::fwd_tile_order(c, gqa, 132).sections == 6);
+  CHECK(kernels::wgmma_sm90a::fwd_l2_section_kv_heads(gqa) == 3);
+  CHECK(kernels::wgmma_sm90a::fwd_tile_order(c, gqa, 132).sections == 6);
 
   // Past 65536 tiles a table is made only where it beats the kernel's static order in the same
   // sections by 1 %: 64 x 32 heads at S 8192 (131072 tiles, about 990 per CTA) run that order,
@@ -248,12 +250,12 @@ TEST_CASE("plan: causal forward tiles are dealt so that the CTAs finish together
   FmhaProblem big = s8192_problem();
   big.batch = 64;
   big.nhead_q = big.nhead_k = 32;
-  const auto big_plan = dispatch::fwd_tile_order(c, big, 132);
+  const auto big_plan = kernels::wgmma_sm90a::fwd_tile_order(c, big, 132);
   CHECK(big_plan.order.empty());
   CHECK(big_plan.sections > 1);
   CHECK(big_plan.static_section_heads == 3);
-  CHECK(dispatch::fwd_l2_section_heads(big) == 3);
-  CHECK(dispatch::fwd_l2_section_heads(gqa) == 12);
+  CHECK(kernels::wgmma_sm90a::fwd_l2_section_heads(big) == 3);
+  CHECK(kernels::wgmma_sm90a::fwd_l2_section_heads(gqa) == 12);
   // Under it, and with one section, the order keeps its default (0: every pair).
   CHECK(plan.static_section_heads == 0);
 
@@ -274,14 +276,14 @@ TEST_CASE("plan: causal forward tiles are dealt so that the CTAs finish together
   h256.nhead_q = h256.nhead_k = 8;
   h256.batch = 8;
   h256.seqlen_q = h256.seqlen_k = 2048;
-  CHECK(dispatch::fwd_tile_order(hd256, h256, 132).sections == 10);
+  CHECK(kernels::wgmma_sm90a::fwd_tile_order(hd256, h256, 132).sections == 10);
   h256.batch = 2;
   h256.seqlen_q = h256.seqlen_k = 8192;
-  const auto long256 = dispatch::fwd_tile_order(hd256, h256, 132);
+  const auto long256 = kernels::wgmma_sm90a::fwd_tile_order(hd256, h256, 132);
   CHECK(long256.sections == 1);
   CHECK(long256.planned_makespan == Approx(418));
   // The same problem plans the same way (the order depends on the problem and the SM count).
-  CHECK(dispatch::fwd_tile_order(c, p, 132).order == plan.order);
+  CHECK(kernels::wgmma_sm90a::fwd_tile_order(c, p, 132).order == plan.order);
 
   // Bottom-right alignment with more keys than queries: every m-block sees 2048 more keys.
   auto br = c;
@@ -289,7 +291,7 @@ TEST_CASE("plan: causal forward tiles are dealt so that the CTAs finish together
   br = canonicalize(br);
   auto longer = p;
   longer.seqlen_k = 4096;
-  const auto br_plan = dispatch::fwd_tile_order(br, longer, 132);
+  const auto br_plan = kernels::wgmma_sm90a::fwd_tile_order(br, longer, 132);
   CHECK(br_plan.static_makespan > 0);
 
   // No table: no mask or a window (the static order, or the split tail), whole rounds of equal
@@ -297,15 +299,15 @@ TEST_CASE("plan: causal forward tiles are dealt so that the CTAs finish together
   auto none = c;
   none.mask = MaskKind::none;
   none = canonicalize(none);
-  CHECK(dispatch::fwd_tile_order(none, p, 132).order.empty());
-  CHECK(dispatch::fwd_tile_order(c, p, 0).order.empty());
-  CHECK(dispatch::fwd_tile_order(c, p, 4096).order.empty());
+  CHECK(kernels::wgmma_sm90a::fwd_tile_order(none, p, 132).order.empty());
+  CHECK(kernels::wgmma_sm90a::fwd_tile_order(c, p, 0).order.empty());
+  CHECK(kernels::wgmma_sm90a::fwd_tile_order(c, p, 4096).order.empty());
   auto one_block = p;
   one_block.seqlen_q = one_block.seqlen_k = 128;  // 128 tiles, each one m-block of one key block
-  CHECK(dispatch::fwd_tile_order(c, one_block, 64).order.empty());
+  CHECK(kernels::wgmma_sm90a::fwd_tile_order(c, one_block, 64).order.empty());
   auto bwd = c;
   bwd.family = Family::bwd;
   bwd.block_m = bwd.block_n = bwd.num_warps = bwd.num_stages = 0;
   bwd = canonicalize(bwd);
-  CHECK(dispatch::fwd_tile_order(bwd, p, 132).order.empty());
+  CHECK(kernels::wgmma_sm90a::fwd_tile_order(bwd, p, 132).order.empty());
 }

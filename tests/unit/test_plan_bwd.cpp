@@ -8,9 +8,11 @@
 #include "common/fmha_params.h"
 #include "common/mask.h"
 #include "dispatcher/launch.hpp"
-#include "dispatcher/plan.hpp"
 #include "fmha_jit/dispatcher.hpp"
 #include "fmha_jit/error.hpp"
+#include "kernels/common/key_tiles.hpp"
+#include "kernels/registry.hpp"
+#include "kernels/wgmma_sm90a/bwd_schedule.hpp"
 #include "plan_test_problems.hpp"
 
 using namespace fmha_jit;
@@ -24,59 +26,59 @@ TEST_CASE("plan: the Hopper backward splits its last partial wave of key tiles",
   // 64 key tiles x 32 heads = 2048: 15 whole waves on 132 SMs, then 68 tiles of 128 query tiles
   // each. In 5 parts (340 CTAs, 3 rounds of 26 iterations and a part's cost of 2) the wave takes
   // 84 iterations instead of 128; 3 parts (2 rounds of 45) and 4 (3 rounds of 34) take longer.
-  const auto split = dispatch::bwd_split_tail(c, p, 132);
+  const auto split = kernels::wgmma_sm90a::bwd_split_tail(c, p, 132);
   CHECK(split.first == 1980);
   CHECK(split.tiles == 68);
   CHECK(split.parts == 5);
-  const auto stages = dispatch::plan_stages(c, p, 132);
+  const auto stages = kernels::plan_stages(c, p, 132);
   CHECK(stages[1].grid.x == 1980 + 68 * 5);
   CHECK(stages[1].grid.y == 1);
   CHECK(stages[1].grid.z == 1);
   // No partial wave, or no wave before it; no device.
-  CHECK(dispatch::bwd_split_tail(c, p, 128).tiles == 0);
-  CHECK(dispatch::bwd_split_tail(c, p, 4096).tiles == 0);
-  CHECK(dispatch::bwd_split_tail(c, p, 0).tiles == 0);
-  CHECK(dispatch::plan_stages(c, p, 128)[1].grid.x == 64);
+  CHECK(kernels::wgmma_sm90a::bwd_split_tail(c, p, 128).tiles == 0);
+  CHECK(kernels::wgmma_sm90a::bwd_split_tail(c, p, 4096).tiles == 0);
+  CHECK(kernels::wgmma_sm90a::bwd_split_tail(c, p, 0).tiles == 0);
+  CHECK(kernels::plan_stages(c, p, 128)[1].grid.x == 64);
   // Short key tiles save too little: 8 query tiles in 4 parts save 4 iterations of 8.
   FmhaProblem short_p = p;
   short_p.nhead_q = short_p.nhead_k = 20;
   short_p.batch = 1;
   short_p.seqlen_q = 512;
   short_p.seqlen_k = 1024;  // 8 key tiles x 20 heads = 160: 28 in the last wave
-  CHECK(dispatch::bwd_split_tail(c, short_p, 132).tiles == 0);
+  CHECK(kernels::wgmma_sm90a::bwd_split_tail(c, short_p, 132).tiles == 0);
   short_p.seqlen_q = 1024;  // 16 query tiles: 4 parts of 4 save 10 iterations
-  const auto four = dispatch::bwd_split_tail(c, short_p, 132);
+  const auto four = kernels::wgmma_sm90a::bwd_split_tail(c, short_p, 132);
   CHECK(four.tiles == 28);
   CHECK(four.parts == 4);
   // The iterations of a key tile count every query head of its group.
   FmhaProblem gqa = short_p;
   gqa.nhead_q = 40;
   gqa.nhead_k = 20;
-  CHECK(dispatch::bwd_split_tail(c, gqa, 132).parts == 4);
+  CHECK(kernels::wgmma_sm90a::bwd_split_tail(c, gqa, 132).parts == 4);
   gqa.seqlen_q = 512;  // 2 x 8 iterations, as many as the split case above
-  CHECK(dispatch::bwd_split_tail(c, gqa, 132).parts == 4);
+  CHECK(kernels::wgmma_sm90a::bwd_split_tail(c, gqa, 132).parts == 4);
   // Deterministic, masked, hdim 256, forward: never.
-  CHECK(dispatch::bwd_split_tail(bwd_config(true, "sm_90"), p, 132).tiles == 0);
+  CHECK(kernels::wgmma_sm90a::bwd_split_tail(bwd_config(true, "sm_90"), p, 132).tiles == 0);
   auto causal = c;
   causal.mask = MaskKind::causal_top_left;
-  CHECK(dispatch::bwd_split_tail(causal, p, 132).tiles == 0);
+  CHECK(kernels::wgmma_sm90a::bwd_split_tail(causal, p, 132).tiles == 0);
   FmhaKernelConfig hd256 = c;
   hd256.hdim_q = hd256.hdim_v = 256;
   hd256.block_m = hd256.block_n = hd256.num_warps = hd256.num_stages = 0;
   hd256 = canonicalize(hd256);
   REQUIRE(hd256.impl == KernelImpl::wgmma_sm90a);
   p.hdim_q = p.hdim_v = 256;
-  CHECK(dispatch::bwd_split_tail(hd256, p, 132).tiles == 0);
-  CHECK(dispatch::bwd_workspace_layout(hd256, p).split_bytes == 0);
+  CHECK(kernels::wgmma_sm90a::bwd_split_tail(hd256, p, 132).tiles == 0);
+  CHECK(kernels::bwd_workspace_layout(hd256, p).split_bytes == 0);
   p.hdim_q = p.hdim_v = 128;
   FmhaKernelConfig fwd = c;
   fwd.family = Family::fwd;
   fwd.block_m = fwd.block_n = fwd.num_warps = fwd.num_stages = 0;
   fwd = canonicalize(fwd);
-  CHECK(dispatch::bwd_split_tail(fwd, p, 132).tiles == 0);
+  CHECK(kernels::wgmma_sm90a::bwd_split_tail(fwd, p, 132).tiles == 0);
   // The workspace holds the blocks of the most tiles any GPU could split: 144 here, (t - 1) / 2
   // for t key tiles in a small launch; sm_80 kernels have none.
-  const auto w = dispatch::bwd_workspace_layout(c, p);
+  const auto w = kernels::bwd_workspace_layout(c, p);
   CHECK(w.split_dkdv % 256 == 0);
   CHECK(w.split_counters >= w.split_dkdv + std::size_t(144) * 128 * 256 * 4);
   CHECK(w.split_bytes >= std::size_t(144) * (128 * 256 + 1) * 4);
@@ -86,10 +88,10 @@ TEST_CASE("plan: the Hopper backward splits its last partial wave of key tiles",
   small.batch = 1;
   small.nhead_q = small.nhead_k = 1;
   small.seqlen_k = 128 * 11;  // 11 key tiles: at most 5 split
-  CHECK(dispatch::bwd_workspace_layout(c, small).split_counters ==
-        dispatch::bwd_workspace_layout(c, small).split_dkdv + 5 * 128 * 256 * 4);
-  CHECK(dispatch::bwd_workspace_layout(bwd_config(false), p).split_bytes == 0);
-  CHECK(dispatch::bwd_workspace_layout(bwd_config(true, "sm_90"), p).split_bytes == 0);
+  CHECK(kernels::bwd_workspace_layout(c, small).split_counters ==
+        kernels::bwd_workspace_layout(c, small).split_dkdv + 5 * 128 * 256 * 4);
+  CHECK(kernels::bwd_workspace_layout(bwd_config(false), p).split_bytes == 0);
+  CHECK(kernels::bwd_workspace_layout(bwd_config(true, "sm_90"), p).split_bytes == 0);
 }
 
 TEST_CASE("plan: workspace of each dQ mode", "[plan]") {
@@ -107,7 +109,7 @@ TEST_CASE("plan: workspace of each dQ mode", "[plan]") {
   CHECK(det.total == atomic.total + det.semaphores);
   CHECK(det.total == det.d_rowsum + det.dq_accum + det.semaphores);
   // Layout: every buffer 256-byte aligned inside the workspace.
-  const auto w = dispatch::bwd_workspace_layout(bwd_config(true), p);
+  const auto w = kernels::bwd_workspace_layout(bwd_config(true), p);
   CHECK(w.dq_accum % 256 == 0);
   CHECK(w.semaphores % 256 == 0);
   CHECK(w.semaphores >= w.dq_accum + rows * 128 * 4);
@@ -127,46 +129,47 @@ TEST_CASE("plan: how many heads the deterministic backward interleaves", "[plan]
   auto c = bwd_config(true, "sm_90");  // block_n 128
   FmhaProblem p = problem();           // 7 key tiles, 2 kv heads x 3 batches
   // Without a mask: as many (kv head, batch) pairs as fill the SMs chain by chain, at most all.
-  CHECK(dispatch::det_group_heads(c, p, 132) == 6);
-  CHECK(dispatch::det_group_heads(c, p, 28) == 4);
+  CHECK(kernels::wgmma_sm90a::det_group_heads(c, p, 132) == 6);
+  CHECK(kernels::wgmma_sm90a::det_group_heads(c, p, 28) == 4);
   p.seqlen_k = 128 * 132;  // a chain as long as the GPU is wide
-  CHECK(dispatch::det_group_heads(c, p, 132) == 1);
+  CHECK(kernels::wgmma_sm90a::det_group_heads(c, p, 132) == 1);
   p.seqlen_k = 2048;
-  CHECK(dispatch::det_group_heads(c, p, 132) == 6);
+  CHECK(kernels::wgmma_sm90a::det_group_heads(c, p, 132) == 6);
   // Chains of 32 tiles or more: one pair more than fills the GPU, unless it fills it exactly.
   p.batch = 50;
   p.seqlen_k = 128 * 32;
-  CHECK(dispatch::det_group_heads(c, p, 132) == 5);  // 132 / 32 = 4.1
-  CHECK(dispatch::det_group_heads(c, p, 128) == 4);
+  CHECK(kernels::wgmma_sm90a::det_group_heads(c, p, 132) == 5);  // 132 / 32 = 4.1
+  CHECK(kernels::wgmma_sm90a::det_group_heads(c, p, 128) == 4);
   p.seqlen_k = 128 * 31;
-  CHECK(dispatch::det_group_heads(c, p, 132) == 4);  // 31 tiles: the floor
+  CHECK(kernels::wgmma_sm90a::det_group_heads(c, p, 132) == 4);  // 31 tiles: the floor
   p.batch = 3;
   p.seqlen_k = 2048;
-  CHECK(dispatch::det_group_heads(c, p, 0) == 1);  // unknown device
+  CHECK(kernels::wgmma_sm90a::det_group_heads(c, p, 0) == 1);  // unknown device
   c.mask = MaskKind::causal_top_left;
-  CHECK(dispatch::det_group_heads(c, p, 132) == 1);
-  CHECK(dispatch::det_group_heads(bwd_config(true), problem(), 132) == 1);  // mma_sm80
+  CHECK(kernels::wgmma_sm90a::det_group_heads(c, p, 132) == 1);
+  CHECK(kernels::wgmma_sm90a::det_group_heads(bwd_config(true), problem(), 132) == 1);  // mma_sm80
 }
 
 TEST_CASE("plan: under causal masks the last of at most 16 pairs' chain ascends", "[plan]") {
   auto c = bwd_config(true, "sm_90");
   FmhaProblem p = problem();  // 2 kv heads x 3 batches
-  CHECK(dispatch::det_asc_pairs(c, p) == 0);
+  CHECK(kernels::wgmma_sm90a::det_asc_pairs(c, p) == 0);
   for (MaskKind m : {MaskKind::causal_top_left, MaskKind::causal_bottom_right}) {
     c.mask = m;
-    CHECK(dispatch::det_asc_pairs(c, p) == 1);
+    CHECK(kernels::wgmma_sm90a::det_asc_pairs(c, p) == 1);
   }
   p.nhead_q = p.nhead_k = 8;
   p.batch = 2;
-  CHECK(dispatch::det_asc_pairs(c, p) == 1);
+  CHECK(kernels::wgmma_sm90a::det_asc_pairs(c, p) == 1);
   p.batch = 3;  // 24 pairs: the last one's tail is too small a share to gain from it
-  CHECK(dispatch::det_asc_pairs(c, p) == 0);
+  CHECK(kernels::wgmma_sm90a::det_asc_pairs(c, p) == 0);
   p = problem();
   c.mask = MaskKind::sliding_window;
-  CHECK(dispatch::det_asc_pairs(c, p) == 0);
+  CHECK(kernels::wgmma_sm90a::det_asc_pairs(c, p) == 0);
   auto sm80 = bwd_config(true);
   sm80.mask = MaskKind::causal_top_left;
-  CHECK(dispatch::det_asc_pairs(sm80, p) == 0);  // its kernel keeps the decreasing order
+  CHECK(kernels::wgmma_sm90a::det_asc_pairs(sm80, p) ==
+        0);  // its kernel keeps the decreasing order
 }
 
 TEST_CASE("plan: the deterministic Hopper backward's CTA count and key tiles are bounded",
@@ -177,7 +180,7 @@ TEST_CASE("plan: the deterministic Hopper backward's CTA count and key tiles are
   p.nhead_q = p.nhead_k = p.batch = 1;
   p.seqlen_k = 65535 * hopper.block_n;
   CHECK_NOTHROW(dispatch::check_problem(hopper, p));
-  CHECK(dispatch::plan_stages(hopper, p)[1].grid.x == 65535);
+  CHECK(kernels::plan_stages(hopper, p)[1].grid.x == 65535);
   p.seqlen_k += 1;
   auto expect_seqlen_k_error = [&](const FmhaKernelConfig& c, const std::string& accepted) {
     try {
@@ -202,7 +205,7 @@ TEST_CASE("plan: the deterministic Hopper backward's CTA count and key tiles are
   causal.mask = MaskKind::causal_top_left;
   expect_seqlen_k_error(causal, "(the causal backward's CTAs)");
   p.batch = p.nhead_q = p.nhead_k = 1;
-  CHECK(dispatch::plan_stages(causal, p)[1].grid.x == 1000);
+  CHECK(kernels::plan_stages(causal, p)[1].grid.x == 1000);
 }
 
 TEST_CASE("plan: query tiles per key tile under the backward's masks", "[plan]") {
@@ -214,8 +217,8 @@ TEST_CASE("plan: query tiles per key tile under the backward's masks", "[plan]")
       FmhaProblem p = problem();
       p.seqlen_q = sq;
       p.seqlen_k = sk;
-      const auto tiles = dispatch::bwd_key_tile_query_tiles(c, p);
-      REQUIRE(static_cast<std::int64_t>(tiles.size()) == dispatch::key_tiles(c, p));
+      const auto tiles = kernels::bwd_key_tile_query_tiles(c, p);
+      REQUIRE(static_cast<std::int64_t>(tiles.size()) == kernels::key_tiles(c, p));
       for (std::size_t n = 0; n < tiles.size(); ++n) {
         std::int64_t expected = 0;
         for (int m = 0; m * c.block_m < sq; ++m) {
@@ -244,11 +247,11 @@ TEST_CASE("plan: the atomic causal backward's sections", "[plan]") {
   FmhaProblem p = s8192_problem();
   p.nhead_q = 32;
   p.nhead_k = 8;
-  auto gqa = dispatch::bwd_causal_sections(c, p, 132);
+  auto gqa = kernels::wgmma_sm90a::bwd_causal_sections(c, p, 132);
   CHECK(gqa.section_pairs == 2);
   CHECK(gqa.makespan < 0.92 * gqa.one_pair_makespan);
   // hdim 128 S 8192, 2 x 16 heads: 32 pairs.
-  auto mha = dispatch::bwd_causal_sections(c, s8192_problem(), 132);
+  auto mha = kernels::wgmma_sm90a::bwd_causal_sections(c, s8192_problem(), 132);
   CHECK(mha.section_pairs == 2);
   CHECK(mha.makespan < 0.96 * mha.one_pair_makespan);
   // S 16384, 1 x 16 heads: 16 pairs of 128 key tiles, every SM's share is 15 of them, and the
@@ -256,13 +259,13 @@ TEST_CASE("plan: the atomic causal backward's sections", "[plan]") {
   p = s8192_problem();
   p.batch = 1;
   p.seqlen_q = p.seqlen_k = 16384;
-  CHECK(dispatch::bwd_causal_sections(c, p, 132).section_pairs == 1);
+  CHECK(kernels::wgmma_sm90a::bwd_causal_sections(c, p, 132).section_pairs == 1);
   // S 2048, 8 x 16 heads: 128 pairs of 16 key tiles, a pair's chain an eighth of the SMs; the
   // sections grow to the 8 pairs that run together in the 3-D order, no further.
   p = s8192_problem();
   p.batch = 8;
   p.seqlen_q = p.seqlen_k = 2048;
-  CHECK(dispatch::bwd_causal_sections(c, p, 132).section_pairs == 8);
+  CHECK(kernels::wgmma_sm90a::bwd_causal_sections(c, p, 132).section_pairs == 8);
   // hdim 256 S 512, 32 x 8 heads: the model's gain (3.7 % at 16 pairs) is under the 4 % a
   // section must model; one pair per section.
   FmhaKernelConfig hd256;
@@ -275,18 +278,18 @@ TEST_CASE("plan: the atomic causal backward's sections", "[plan]") {
   p.nhead_q = p.nhead_k = 8;
   p.hdim_q = p.hdim_v = 256;
   p.seqlen_q = p.seqlen_k = 512;
-  const auto short_rows = dispatch::bwd_causal_sections(hd256, p, 132);
+  const auto short_rows = kernels::wgmma_sm90a::bwd_causal_sections(hd256, p, 132);
   CHECK(short_rows.section_pairs == 1);
   CHECK(short_rows.makespan == short_rows.one_pair_makespan);
   // Not modelled: one pair per section.
   for (const auto& other : {bwd_config(false, "sm_90"), bwd_config(false, "sm_80")}) {
     auto masked = other;
     masked.mask = other.arch == "sm_80" ? MaskKind::causal_top_left : MaskKind::none;
-    const auto plan = dispatch::bwd_causal_sections(masked, s8192_problem(), 132);
+    const auto plan = kernels::wgmma_sm90a::bwd_causal_sections(masked, s8192_problem(), 132);
     CHECK(plan.section_pairs == 1);
     CHECK(plan.makespan == 0);
   }
-  CHECK(dispatch::bwd_causal_sections(c, s8192_problem(), 0).section_pairs == 1);
+  CHECK(kernels::wgmma_sm90a::bwd_causal_sections(c, s8192_problem(), 0).section_pairs == 1);
 }
 
 TEST_CASE("plan: the deterministic causal backward's sections do not depend on the GPU", "[plan]") {
@@ -297,7 +300,7 @@ TEST_CASE("plan: the deterministic causal backward's sections do not depend on t
   FmhaProblem p = s8192_problem();
   for (int sms : {132, 114, 78, 0}) {
     INFO(sms << " SMs");
-    const auto plan = dispatch::bwd_causal_sections(c, p, sms);
+    const auto plan = kernels::wgmma_sm90a::bwd_causal_sections(c, p, sms);
     CHECK(plan.section_pairs == 2);
     CHECK(plan.asc_pairs == 2);
     CHECK(!plan.alternate);
@@ -307,7 +310,7 @@ TEST_CASE("plan: the deterministic causal backward's sections do not depend on t
   p.batch = 3;
   p.nhead_q = p.nhead_k = 5;
   p.seqlen_q = p.seqlen_k = 2048;
-  const auto partial = dispatch::bwd_causal_sections(c, p, 132);
+  const auto partial = kernels::wgmma_sm90a::bwd_causal_sections(c, p, 132);
   CHECK(partial.section_pairs == 8);
   CHECK(partial.asc_pairs == 7);
   // Where the chains walk (GQA: det_up_cells), one pair per section but a last one of the tail
@@ -316,8 +319,8 @@ TEST_CASE("plan: the deterministic causal backward's sections do not depend on t
   p = s8192_problem();
   p.nhead_q = 32;
   p.nhead_k = 8;
-  REQUIRE(dispatch::det_up_cells(c, p) > 0);
-  const auto walked = dispatch::bwd_causal_sections(c, p, 132);
+  REQUIRE(kernels::wgmma_sm90a::det_up_cells(c, p) > 0);
+  const auto walked = kernels::wgmma_sm90a::bwd_causal_sections(c, p, 132);
   CHECK(walked.section_pairs == 1);
   CHECK(walked.tail_pairs == 2);
   CHECK(walked.asc_pairs == 2);
@@ -327,7 +330,7 @@ TEST_CASE("plan: the deterministic causal backward's sections do not depend on t
   CHECK(walked.makespan < 0.95 * walked.one_pair_makespan);
   p.batch = 8;
   p.seqlen_q = p.seqlen_k = 2048;
-  const auto short_walk = dispatch::bwd_causal_sections(c, p, 132);
+  const auto short_walk = kernels::wgmma_sm90a::bwd_causal_sections(c, p, 132);
   CHECK(short_walk.section_pairs == 1);
   CHECK(short_walk.tail_pairs == 8);
   CHECK(short_walk.asc_pairs == 8);
@@ -336,12 +339,12 @@ TEST_CASE("plan: the deterministic causal backward's sections do not depend on t
   // GQA 32:8 S 16384, one batch: no tail (the model's end is within 4 %), alternating.
   p.batch = 1;
   p.seqlen_q = p.seqlen_k = 16384;
-  const auto long_walk = dispatch::bwd_causal_sections(c, p, 132);
+  const auto long_walk = kernels::wgmma_sm90a::bwd_causal_sections(c, p, 132);
   CHECK(long_walk.tail_pairs == 0);
   CHECK(long_walk.alternate);
   CHECK(long_walk.asc_walk_up == 5);  // 8 x 128 / 132 = 7 visits apart, 7 - 2 cells first
   CHECK(long_walk.asc_walk_from == 2);
-  CHECK(dispatch::det_up_cells(c, p) == 2);
+  CHECK(kernels::wgmma_sm90a::det_up_cells(c, p) == 2);
   // hdim 256 chains longer than the reference SMs all ascend, one pair per section (a tail of
   // one), and none walks: GQA 8:2 S 16384 (256 tiles of 64 keys); S 8192 (128 tiles) keeps the
   // alternating walk.
@@ -354,13 +357,13 @@ TEST_CASE("plan: the deterministic causal backward's sections do not depend on t
     q.hdim_q = q.hdim_v = 256;
     q.nhead_q = 8;
     q.nhead_k = 2;
-    const auto ascending = dispatch::bwd_causal_sections(wide, q, 132);
+    const auto ascending = kernels::wgmma_sm90a::bwd_causal_sections(wide, q, 132);
     CHECK(ascending.tail_pairs == 1);
     CHECK(ascending.asc_pairs == 2);
     CHECK_FALSE(ascending.alternate);
     CHECK(ascending.asc_walk_up == 0);
     q.seqlen_q = q.seqlen_k = 8192;
-    const auto shorter = dispatch::bwd_causal_sections(wide, q, 132);
+    const auto shorter = kernels::wgmma_sm90a::bwd_causal_sections(wide, q, 132);
     CHECK(shorter.alternate);
     CHECK(shorter.asc_walk_up == 1);  // 4 x 128 / 132 = 3 visits apart, 3 - 2 first
   }
@@ -378,7 +381,7 @@ TEST_CASE("plan: the deterministic causal backward's sections do not depend on t
     gpu_case.nhead_k = 1;
     gpu_case.seqlen_q = gpu_case.seqlen_k = 8704;
     gpu_case.hdim_q = gpu_case.hdim_v = hdim;
-    const auto plan = dispatch::bwd_causal_sections(det, gpu_case, 132);
+    const auto plan = kernels::wgmma_sm90a::bwd_causal_sections(det, gpu_case, 132);
     INFO("hdim " << hdim);
     if (hdim == 256) {
       // 136 key tiles, more than the reference SMs: all 8 pairs ascend, one per section.
@@ -397,9 +400,9 @@ TEST_CASE("plan: the deterministic causal backward's sections do not depend on t
   p.batch = 1;
   p.nhead_q = p.nhead_k = 8;
   p.seqlen_q = p.seqlen_k = 16384;
-  const auto one = dispatch::bwd_causal_sections(c, p, 132);
+  const auto one = kernels::wgmma_sm90a::bwd_causal_sections(c, p, 132);
   CHECK(one.section_pairs == 1);
-  CHECK(one.asc_pairs == dispatch::det_asc_pairs(c, p));
+  CHECK(one.asc_pairs == kernels::wgmma_sm90a::det_asc_pairs(c, p));
   CHECK(one.asc_pairs == 1);
   CHECK(one.tail_pairs == 0);
   CHECK(!one.alternate);  // MHA chains do not walk

@@ -1,4 +1,4 @@
-// Unit tests of the per-slice references (tests/reference/slice_reference.hpp): ref64 against the
+// Unit tests of the per-slice references (reference/slice_reference.hpp): ref64 against the
 // whole-problem fp64 reference (itself checked against finite differences), lowp as a computation
 // in the dtype, rows and keys that nothing sees, independence of the thread count, bad arguments.
 #include <catch2/catch.hpp>

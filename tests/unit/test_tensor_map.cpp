@@ -1,12 +1,12 @@
-// Tensor map requests (dispatcher/device/tensor_map.hpp): every limit the driver documents is
+// Tensor map requests (device/tensor_map.hpp): every limit the driver documents is
 // checked before the driver is called, and the error names the field, the value and what is
 // accepted.
 #include <catch2/catch.hpp>
 
 #include <string>
 
-#include "dispatcher/device/device_api.hpp"
-#include "dispatcher/device/tensor_map.hpp"
+#include "device/device_api.hpp"
+#include "device/tensor_map.hpp"
 #include "fmha_jit/error.hpp"
 
 using namespace fmha_jit;

@@ -16,7 +16,7 @@
 #include "fmha_jit/config.hpp"
 #include "fmha_jit/device.hpp"
 #include "fmha_jit/problem.hpp"
-#include "tests/reference/cpu_reference.hpp"
+#include "reference/cpu_reference.hpp"
 
 namespace fmha_jit::cli {
 

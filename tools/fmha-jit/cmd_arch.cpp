@@ -7,8 +7,8 @@
 #include <sstream>
 
 #include "codegen/rtc/compiler.hpp"
-#include "dispatcher/device/device_api.hpp"
-#include "dispatcher/environment.hpp"
+#include "device/device_api.hpp"
+#include "device/device_env.hpp"
 #include "fmha_jit/device.hpp"
 #include "fmha_jit/dispatcher.hpp"
 #include "fmha_jit/error.hpp"
@@ -33,8 +33,8 @@ Probe probe_compiler(const codegen::rtc::RtcCompiler& (*get)()) {
 // Why detect_gpu_arch() answered what it did; mirrors its documented order.
 std::string arch_origin(bool gpu) {
   if (gpu) return "detected on GPU 0";
-  return dispatch::arch_from_env() ? "from FMHA_JIT_ARCH, no GPU"
-                                   : "default, no GPU; FMHA_JIT_ARCH overrides";
+  return device::arch_from_env() ? "from FMHA_JIT_ARCH, no GPU"
+                                 : "default, no GPU; FMHA_JIT_ARCH overrides";
 }
 
 std::string reason_or(const std::string& reason, const char* fallback) {

@@ -13,9 +13,9 @@
 #include <optional>
 #include <random>
 
-#include "codegen/heuristics.hpp"
 #include "codegen/kernel_name.hpp"
 #include "fmha_jit/fmha_jit.hpp"
+#include "kernels/resolve.hpp"
 #include "tools/fmha-jit/attention_io.hpp"
 #include "tools/fmha-jit/cli.hpp"
 #include "tools/fmha-jit/format.hpp"
@@ -363,7 +363,7 @@ std::vector<Row> plan_rows(const Point& pt) {
     FmhaSetupResult not_run;
     not_run.config = f == Family::fwd ? pt.fwd_canonical : pt.bwd_canonical;
     // What runner_for would pick: a short causal forward runs on its tile variant.
-    const auto variant = codegen::problem_tile_variant(pt.fwd);
+    const auto variant = kernels::problem_tile_variant(pt.fwd);
     if (f == Family::fwd && variant && variant->applies(pt.problem)) {
       not_run.config = canonicalize(variant->config);
     }

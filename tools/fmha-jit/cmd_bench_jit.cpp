@@ -14,6 +14,7 @@
 #include "cache/file_io.hpp"
 #include "codegen/kernel_name.hpp"
 #include "codegen/rtc/compiler.hpp"
+#include "dispatcher/dispatcher.hpp"
 #include "dispatcher/pipeline.hpp"
 #include "fmha_jit/dispatcher.hpp"
 #include "tools/fmha-jit/cli.hpp"

@@ -29,7 +29,7 @@ nlohmann::json entry_json(const cache::EntryInfo& e) {
   j["compile_seconds"] = m.compile_seconds;
   j["kernel_symbols"] = m.kernel_symbols;
   nlohmann::json resources = nlohmann::json::array();
-  for (const auto& r : m.resources) resources.push_back(codegen::rtc::to_json(r));
+  for (const auto& r : m.resources) resources.push_back(support::to_json(r));
   j["resources"] = std::move(resources);
   return j;
 }

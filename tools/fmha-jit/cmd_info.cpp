@@ -87,8 +87,8 @@ void info_entry(const InfoOptions& o, const GlobalOptions& g) {
 // which is harmless: asking about a config is a sign it is about to be used.
 std::string cache_state(cache::DiskCache* disk, const dispatch::KeyedConfig& k) {
   if (!disk) return "no (no cache folder)";
-  const auto loaded =
-      disk->load(k.key, {k.canonical.arch, k.inputs.compiler_id, k.inputs.compiler_version});
+  const auto loaded = disk->load(
+      k.key, {k.resolved.canonical.arch, k.inputs.compiler_id, k.inputs.compiler_version});
   if (loaded.entry) return "yes";
   if (!loaded.rejected.empty()) return "present but invalid: " + loaded.rejected;
   return "no";
@@ -110,7 +110,7 @@ void info_file(const InfoOptions& o, const GlobalOptions& g) {
     // Where `auto` on Hopper fell back from the wgmma_sm90a kernels, and why.
     const std::string& fallback = plan.impl_fallbacks[i];
     if (o.json) {
-      out.push_back({{"config", to_json(k.canonical)},
+      out.push_back({{"config", to_json(k.resolved.canonical)},
                      {"key", k.key},
                      {"key_material", material},
                      {"kernel_symbols", k.entry.symbols},
@@ -118,8 +118,9 @@ void info_file(const InfoOptions& o, const GlobalOptions& g) {
                      {"impl_fallback", fallback}});
       continue;
     }
-    fmt::print("[{}/{}] {}\n", i + 1, plan.configs.size(), codegen::kernel_base_name(k.canonical));
-    fmt::print("  canonical: {}\n", to_json(k.canonical).dump());
+    fmt::print("[{}/{}] {}\n", i + 1, plan.configs.size(),
+               codegen::kernel_base_name(k.resolved.canonical));
+    fmt::print("  canonical: {}\n", to_json(k.resolved.canonical).dump());
     if (!fallback.empty()) fmt::print("  fallback:  {}\n", fallback);
     fmt::print("  key:       {}\n", k.key);
     fmt::print("  cached:    {}\n", cached);

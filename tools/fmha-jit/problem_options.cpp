@@ -8,11 +8,11 @@
 #include <limits>
 #include <set>
 
-#include "codegen/sweep.hpp"
 #include "common/mask.h"
 #include "dispatcher/launch.hpp"
 #include "fmha_jit/dispatcher.hpp"
 #include "fmha_jit/error.hpp"
+#include "tools/fmha-jit/sweep.hpp"
 #include "tools/fmha-jit/sweep_files.hpp"
 
 namespace fmha_jit::cli {
@@ -392,7 +392,7 @@ std::vector<SweepPoint> expand_sweep_file(const std::filesystem::path& file,
   // The same product expansion as prebuild files (lists expand, the last varies fastest).
   std::vector<nlohmann::json> expanded;
   try {
-    expanded = codegen::expand_sweep(document);
+    expanded = cli::expand_sweep(document);
   } catch (const Error& e) {
     throw Error(ErrorCode::invalid_argument, origin + ": " + e.what());
   }

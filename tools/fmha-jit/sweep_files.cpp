@@ -4,8 +4,8 @@
 #include <fstream>
 #include <set>
 
-#include "codegen/sweep.hpp"
 #include "fmha_jit/error.hpp"
+#include "tools/fmha-jit/sweep.hpp"
 
 namespace fmha_jit::cli {
 
@@ -28,9 +28,9 @@ nlohmann::json read_json_file(const std::filesystem::path& file) {
 }
 
 void add_to_plan(SweepPlan& plan, const nlohmann::json& document, const std::string& origin) {
-  std::vector<codegen::SweepItem> items;
+  std::vector<cli::SweepItem> items;
   try {
-    items = codegen::plan_sweep(document);
+    items = cli::plan_sweep(document);
   } catch (const Error& e) {
     // Keep the code (invalid_config) but say which file was malformed.
     throw Error(e.code(), origin + ": " + e.what());

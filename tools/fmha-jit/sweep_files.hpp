@@ -22,8 +22,9 @@ struct SkippedPoint {
 };
 
 struct SweepPlan {
-  std::vector<FmhaKernelConfig> configs;    // canonical, unique across all files, in file order
-  std::vector<std::string> impl_fallbacks;  // per config: codegen::impl_fallback_reason, or empty
+  std::vector<FmhaKernelConfig> configs;  // canonical, unique across all files, in file order
+  std::vector<std::string>
+      impl_fallbacks;  // per config: kernels::ResolvedConfig::fallback_reason, or empty
   std::vector<SkippedPoint> skipped;
   // Files none of whose points is valid (every point skipped, or no point at all): they give
   // nothing to build, which prebuild reports as an error.
