@@ -28,8 +28,8 @@ void check_mma_sm80_fwd_tile(const ArchInfo& arch, const FmhaKernelConfig& c);
 int mma_sm80_fwd_smem_bytes(const FmhaKernelConfig& c);
 
 // Throws FieldError (num_stages) unless 1 <= num_stages <= 3. The mma_sm80 tiles call it before
-// they size shared memory from the tile: the fuzzer found num_stages 555555555 overflowing that
-// sum (int) in session 18.
+// they size shared memory from the tile: the config fuzzer found num_stages 555555555
+// overflowing that sum (int).
 void check_stages_range(const FmhaKernelConfig& c);
 // Throws FieldError (num_stages) unless `smem_bytes` fits the arch.
 void check_smem_fits(const ArchInfo& arch, const FmhaKernelConfig& c, int smem_bytes);
