@@ -39,9 +39,9 @@ class DynamicLibrary {
 // "libnvrtc, 109338064 bytes": a loaded library's name up to ".so" and its size, which enter the
 // cache key (through the RTC compiler's version). Toolkits name their RTC libraries by major
 // version only (libnvrtc.so.13 for every 13.x.y), so the size is what tells two patch releases
-// apart. The rest of the file name is left out because packagings of one build differ in it: the
-// CUDA 13.0.88 toolkit here ships a plain libnvrtc.so.13, the H200 image a symlink to
-// libnvrtc.so.13.0.88 (session 15), and a cache warmed on one must hit on the other.
+// apart. The rest of the file name is left out because packagings of one build differ in it: one
+// CUDA 13.0.88 packaging ships a plain libnvrtc.so.13, another a symlink to
+// libnvrtc.so.13.0.88, and a cache warmed on one must hit on the other.
 std::string library_identity(const DynamicLibrary& library);
 // The same for the file at `path` (its size left out where it cannot be read).
 std::string library_identity(const std::string& path);

@@ -43,15 +43,15 @@ TileShape bwd_tile(const ArchInfo& arch, const FmhaKernelConfig& c) {
   } else if (hdim_q <= 96) {
     t = {64, 128, 8, 2};  // 128 query rows would add 32 registers of dP^T (spills at hdim 128)
   } else if (hdim_q <= 128) {
-    // As hdim 96 with one stage: two measured the same or slower (H200, S 8192, session 3:
-    // 263.6 / 212.8 deterministic against 262.2 / 208.8 TFLOP/s). 128 x 128 measured 270.5 but
-    // spills 52 bytes on sm_90: dP^T of 32 keys x 64 queries is 64 registers per thread beside
-    // the 128 of dK and dV.
+    // As hdim 96 with one stage: two measured the same or slower (H200, S 8192: 262.2 against
+    // 263.6 TFLOP/s). 128 x 128 measured 270.5 but spills 52 bytes on sm_90: dP^T of 32 keys x
+    // 64 queries is 64 registers per thread beside the 128 of dK and dV (docs/METHOD.md,
+    // "Backward (mma_sm80)").
     t = {64, 128, 8, 1};
   }
   // hdim 256: one stage. A second does not fit sm_80's 163 KB (209 KB); on sm_90 it does but
-  // measured slower, 131 against 153 TFLOP/s (H200, bf16, S 8192, tools/bench/
-  // tune_bwd_tiles.json), and 57 against 128 in the deterministic mode.
+  // measured slower, 131 against 153 TFLOP/s (H200, bf16, S 8192), and 57 against 128 in the
+  // deterministic mode (docs/METHOD.md, "Backward (mma_sm80)").
   if (hdim_q > 192) t.num_stages = 1;
   if (smem_bytes(t, hdim_q, hdim_v) > arch.max_smem_per_block_bytes) t.num_stages = 1;
   // The 99 KB archs (sm_86, sm_89): 4 warps on 64 keys keep the per-warp work of the 8-warp tiles

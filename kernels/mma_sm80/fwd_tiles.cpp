@@ -21,8 +21,8 @@ TileShape fwd_tile(const ArchInfo& arch, const FmhaKernelConfig& c) {
   // 4 warps fit on an SM (2 x 96 KB: sm_90, not sm_80's 163 KB), those: the same 8 warps per SM
   // as one 128 x 64 CTA of 8, but the two CTAs' barriers are independent, so one's softmax
   // overlaps the other's GEMMs (FA2's choice; H200, S 8192: 323.5 against 279.9 TFLOP/s, same
-  // HMMA and shared-memory traffic per ncu, session 4). Else 128 x 64 with 8 warps (a second
-  // stage measured equal).
+  // HMMA and shared-memory traffic per ncu; docs/METHOD.md, "Forward (mma_sm80)"). Else
+  // 128 x 64 with 8 warps (a second stage measured equal).
   TileShape t{128, 64, 8, 1};
   if (2 * smem_bytes({64, 64, 4, 1}, hdim_q, hdim_v) <= arch.max_smem_per_block_bytes) {
     t = {64, 64, 4, 1};

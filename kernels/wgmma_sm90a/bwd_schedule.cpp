@@ -19,14 +19,11 @@ int det_group_heads(const FmhaKernelConfig& c, const FmhaProblem& p, int multipr
   const std::int64_t pairs = static_cast<std::int64_t>(p.nhead_k) * p.batch;
   // Chains of 32 key tiles or more take one pair more than fills the GPU (a ceiling), so that
   // the SMs the floor leaves idle (4 of 132 whenever the key tiles are a power of two) take the
-  // next pair's first chain positions. Session 12 (ABBA, H200, bf16, floor -> ceiling): hdim 256
-  // S 2048 (32 tiles) 362.6 / 362.4 -> 369.0 / 369.1, hdim 128 S 8192 (64) 537.9 / 514.7 ->
-  // 539.2 / 540.5, hdim 256 S 8192 (128) 419.0 / 421.8 -> 424.4 / 419.8; shorter chains lost
-  // (hdim 256 S 512, 8 tiles: 248.8 -> 238.8; 16 tiles: hdim 128 S 2048 -0.6 %, hdim 64 S 2048
-  // -0.4 %, GQA S 2048 -1.6 %), where each pair's chain is a larger share of a CTA's life.
-  // Session 18 (two calls, ABBA): hdim 256 S 2048 368.3 / 368.7 -> 373.8 / 374.2 and 368.8 / 367.1
-  // -> 372.8 / 374.7; at 64 and 128 tiles within the runs' spread (hdim 256 S 8192 422.2 / 423.2
-  // -> 422.0 / 420.2; hdim 128 S 16384 543.9 / 508.5 -> 506.1 / 512.0).
+  // next pair's first chain positions. Measured (H200, bf16, floor -> ceiling): hdim 256 S 2048
+  // (32 tiles) 368 -> 373 TFLOP/s, repeated; at 64 and 128 tiles within the runs' spread; shorter
+  // chains lost (hdim 256 S 512, 8 tiles: 248.8 -> 238.8; 16 tiles -0.4 to -1.6 %), where each
+  // pair's chain is a larger share of a CTA's life (docs/METHOD.md, "Hopper backward launch
+  // order").
   constexpr std::int64_t kMinCeilingChain = 32;
   const std::int64_t fill =
       multiprocessors / tiles + (tiles >= kMinCeilingChain && multiprocessors % tiles != 0 ? 1 : 0);
@@ -78,10 +75,10 @@ int det_asc_pairs(const FmhaKernelConfig& c, const FmhaProblem& p) {
   // One under causal masks when there are at most 16 (kv head, batch) pairs: the last pair's
   // largest key tiles then start first instead of last (fmha_bwd_key_tile_cta). The tail they
   // cut is a share of the kernel that grows as pairs get fewer: with 8 or 16 pairs it measured
-  // +3 to +10 % (bf16, H200, session 9: GQA S 8192 / 16384, hdim 256 S 8192 / 16384); with 32
-  // or more, -3.5 to +1.6 %, measured in a build whose work order cost ~4 % by itself (two
-  // divisions per iteration, since one), not re-measured. Without a mask every key tile has the
-  // same work, and sliding windows were not measured.
+  // +3 to +10 % (bf16, H200: GQA S 8192 / 16384, hdim 256 S 8192 / 16384); with 32 or more,
+  // -3.5 to +1.6 %, measured in a build whose work order cost ~4 % by itself (two divisions per
+  // iteration, since one), not re-measured. Without a mask every key tile has the same work, and
+  // sliding windows were not measured (docs/METHOD.md, "Hopper backward launch order").
   constexpr std::int64_t kMaxPairs = 16;
   const bool causal = is_causal(c.mask);
   const std::int64_t pairs = static_cast<std::int64_t>(p.nhead_k) * p.batch;

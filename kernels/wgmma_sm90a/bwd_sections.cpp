@@ -57,18 +57,18 @@ BwdCausalSections bwd_causal_sections(const FmhaKernelConfig& c, const FmhaProbl
     return plan;
   }
   // Where the deterministic chains walk (det_up_cells: GQA), sections measured below the walk
-  // alone (H100, session 24, bf16 hdim 128 GQA 32:8 causal: S 8192 430 against 458 TFLOP/s,
-  // S 2048 308 against 353; why is not profiled; without the walk they gained: hdim 128 S 8192
-  // 2 x 16 heads 486 -> 517, hdim 256 S 2048 279 -> 288). There only the last pairs share a
-  // section (ascending), so that most chains walk one pair after another as measured, while the
-  // largest key tiles of the last pairs no longer start last: the trace of the walk at GQA S 8192
-  // had the SMs idle for 8.7 % of the span at its end, S 2048 13 %, which this model puts at
-  // 9.7 % and 14 % (session 24). Measured (H100, session 25, same call as the walk alone): tails
-  // of 2 pairs at S 8192 458 -> 478, 8 at S 2048 352 -> 378, S 512 186 -> 190 TFLOP/s.
+  // alone (H100, bf16 hdim 128 GQA 32:8 causal: S 8192 430 against 458 TFLOP/s, S 2048 308
+  // against 353; why is not profiled; without the walk they gained: hdim 128 S 8192 2 x 16 heads
+  // 486 -> 517, hdim 256 S 2048 279 -> 288). There only the last pairs share a section
+  // (ascending), so that most chains walk one pair after another as measured, while the largest
+  // key tiles of the last pairs no longer start last: a trace of the walk at GQA S 8192 had the
+  // SMs idle for 8.7 % of the span at its end, S 2048 13 %, which this model puts at 9.7 % and
+  // 14 %. Measured (H100, against the walk alone): tails of 2 pairs at S 8192 458 -> 478, 8 at
+  // S 2048 352 -> 378, S 512 186 -> 190 TFLOP/s (docs/METHOD.md, "Hopper backward launch order").
   const int up_cells = det_up_cells(c, p);
   const bool walks = c.deterministic && up_cells > 0;
   // Walking chains alternate direction pair by pair (fmha_bwd_key_tile_cta says why). Measured
-  // (H100, session 26, bf16 hdim 128 GQA 32:8 causal, the tails below kept): S 16384 465 -> 476,
+  // (H100, bf16 hdim 128 GQA 32:8 causal, the tails below kept): S 16384 465 -> 476,
   // S 8192 473 -> 498, S 2048 378 -> 385 TFLOP/s; H200 S 16384 473 -> 484; on MHA chains, which
   // do not walk and launch in sections, it lost 2 % (S 8192). The model below keeps modelling
   // every lead chain as decreasing: the tails it picks were measured so.
@@ -76,7 +76,7 @@ BwdCausalSections bwd_causal_sections(const FmhaKernelConfig& c, const FmhaProbl
   if (walks && c.hdim_q > 128 && num_n > kDetReferenceSms) {
     // hdim 256 chains longer than the SMs: every pair ascends (largest key tile first, as the
     // atomic mode's sections launch them), one pair per section (a tail of one), and no CTA
-    // walks. Measured (H100, session 28, bf16 causal, against the walk with one up cell and the
+    // walks. Measured (H100, bf16 causal, against the walk with one up cell and the
     // alternation, atomic 408-412 TFLOP/s throughout): GQA 8:2 S 16384 (2 pairs) 339 / 345 ->
     // 401 / 401 with both pairs in one section; 4 pairs (16:4, or 8:2 x 2 batches) 328-377 with
     // all in one section, 399-401 with the last two sharing one, 401-404 with one pair per
@@ -94,7 +94,7 @@ BwdCausalSections bwd_causal_sections(const FmhaKernelConfig& c, const FmhaProbl
     // share of the SMs one pair's chain fills apart. With f own cells first in the walk, each key
     // tile then trails the one below by that spacing - f visits; f = spacing - u leaves the
     // decreasing chains' slack of u (det_up_cells). The first wave's pairs start at once and
-    // keep their order. Measured (H100, session 26, against the alternation alone): GQA 32:8
+    // keep their order. Measured (H100, against the alternation alone): GQA 32:8
     // S 16384 482.0 -> 493.6 TFLOP/s (f = 5), outputs within one bf16 rounding of dK / dV (their
     // order of summation changes; dQ's does not). At S 8192, where two pairs share the SMs and
     // their key tiles start 3 visits apart, f = 1 measured 486.0 -> 481.7, hence the condition.
@@ -117,7 +117,7 @@ BwdCausalSections bwd_causal_sections(const FmhaKernelConfig& c, const FmhaProbl
   }
   // Candidates: powers of two up to what the 3-D order already runs together, SMs / key tiles
   // pairs (at least one): larger sections spread the resident CTAs over more heads' Q, dO and dQ
-  // sums than L2 holds. Measured (session 21, H100, bf16, section size swept): hdim 128 S 2048,
+  // sums than L2 holds. Measured (H100, bf16, section size swept): hdim 128 S 2048,
   // 8 x 16 heads (8 pairs run together): 1 -> 358, 4 -> 364, 8 -> 368, 32 -> 345 TFLOP/s; GQA
   // 32:8 S 2048: 1 -> 374, 4 -> 389, 8 -> 402, 16 -> 378; GQA S 8192 (2 together): 1 -> 486,
   // 2 -> 512, 4 -> 503; hdim 128 S 8192: 1 -> 500, 2 -> 519, 4 -> 516; GQA S 512 (33): 1 -> 187,
@@ -144,7 +144,8 @@ BwdCausalSections bwd_causal_sections(const FmhaKernelConfig& c, const FmhaProbl
   // little or lost (hdim 256 S 512, 3.7 % modelled at 16 pairs: 149 -> 142, at 4 pairs 150;
   // hdim 64 S 2048, 2.4 % at 8 pairs: 313 -> 320); above it every row gained but one, which
   // held (hdim 256 S 2048, 5.9 % at 4 pairs: 300 -> 301). The threshold is fitted to those
-  // rows, on one card (BENCHMARKS.md, session 21), in the atomic mode.
+  // rows, on one card (H100), in the atomic mode (docs/METHOD.md, "Hopper backward launch
+  // order").
   constexpr double kMinGain = 0.04;
   if (best > (1.0 - kMinGain) * plan.one_pair_makespan) return plan;
   for (std::size_t i = 0; i < sizes.size(); ++i) {

@@ -25,10 +25,10 @@ FwdSplitTail fwd_split_tail(const FmhaKernelConfig& c, const FmhaProblem& p, int
   // no earlier tile hides, the partial O written and read back, and the combine in the tile's
   // last warpgroup. Without a split grid - rest SMs idle for a tile of `blocks` key blocks;
   // split, every SM idles (grid - rest) / grid of that, which is what the rule compares.
-  // Measured (bf16, H200, session 13 call 3, same call, main -> split), saved blocks per SM:
-  // hdim 256 S 2048 6.3 (-1.3 %), hdim 128 S 2048 7.8 (-1 %), hdim 64 S 8192 9.7 (+0.2 %),
-  // hdim 64 S 2048 10.7 (+2.7 %), hdim 256 S 4096 12.6 (+1.2 %), hdim 128 S 4096 15.5 (+0.8 %),
-  // S 8192 / 16384 at every hdim +0.2 to +3 %.
+  // Measured (bf16, H200, no split -> split), saved blocks per SM: hdim 256 S 2048 6.3
+  // (-1.3 %), hdim 128 S 2048 7.8 (-1 %), hdim 64 S 8192 9.7 (+0.2 %), hdim 64 S 2048 10.7
+  // (+2.7 %), hdim 256 S 4096 12.6 (+1.2 %), hdim 128 S 4096 15.5 (+0.8 %), S 8192 / 16384 at
+  // every hdim +0.2 to +3 % (docs/METHOD.md, "Hopper forward launch order").
   constexpr std::int64_t kMinSavedBlocks = 9;
   // The kernel ranges the split blocks in 32-bit arithmetic (its producer has 24 registers).
   constexpr std::int64_t kMaxIndex = std::int64_t{1} << 31;
@@ -84,8 +84,9 @@ FwdTileOrder fwd_tile_order(const FmhaKernelConfig& c, const FmhaProblem& p, int
   // costs besides (its Q load, the O store, the final rescale). The plans' gains barely depend on
   // that constant: hdim 128 S 2048, 8 x 16 heads, on 132 SMs models 3.1 % above the mean per CTA
   // in the static order and 0.3-0.7 % in the plan with an overhead of 0.5 to 2 blocks. Measured
-  // (session 18, ABBA, H200, bf16, static -> plan): hdim 128 S 2048 459 -> 465, hdim 64 S 2048
-  // 381 -> 386, hdim 256 S 2048 513 -> 523, hdim 128 S 8192 623 -> 630, GQA 32:8 S 2048 557 -> 578.
+  // (H200, bf16, static -> plan): hdim 128 S 2048 459 -> 465, hdim 64 S 2048 381 -> 386,
+  // hdim 256 S 2048 513 -> 523, hdim 128 S 8192 623 -> 630, GQA 32:8 S 2048 557 -> 578
+  // (docs/METHOD.md, "Hopper forward launch order").
   constexpr double kTileOverheadBlocks = 1.0;
   std::vector<double> m_work(static_cast<std::size_t>(num_m));
   for (std::int64_t m = 0; m < num_m; ++m) {
@@ -162,11 +163,12 @@ FwdTileOrder fwd_tile_order(const FmhaKernelConfig& c, const FmhaProblem& p, int
   // A section's heaviest tiles start only once the sections before it are dealt: where the last
   // section is short against its heaviest tile (hdim 128 S 2048, 8 x 16 heads, 132 SMs: its 8
   // heads' 17-block tiles start at 94 % of the mean work, modelled 3.8 % above the mean), the
-  // last two sections are dealt as one if that ends the plan earlier. Measured (H100, bf16,
-  // ABBA, session 20), 12 MB sections, the last two merged -> not: hdim 128 S 2048 causal 565 ->
-  // 554 TFLOP/s, S 8192 662 -> 641, S 512 unchanged (not merged). Merging more, doubling until
-  // the model came within 2 % of the mean, merged 8 of 11 sections at hdim 256 S 2048, whose K
-  // and V then no longer fit in L2: 547 -> 422. So at most two.
+  // last two sections are dealt as one if that ends the plan earlier. Measured (H100, bf16),
+  // 12 MB sections, the last two merged -> not: hdim 128 S 2048 causal 565 -> 554 TFLOP/s,
+  // S 8192 662 -> 641, S 512 unchanged (not merged). Merging more, doubling until the model
+  // came within 2 % of the mean, merged 8 of 11 sections at hdim 256 S 2048, whose K and V then
+  // no longer fit in L2: 547 -> 422. So at most two (docs/METHOD.md, "Hopper forward launch
+  // order").
   double total = 0;
   for (std::int64_t t = 0; t < tiles; ++t) total += work(t);
   const double mean = total / grid;

@@ -64,9 +64,10 @@ TileShape fwd_tile(const FmhaKernelConfig& c) {
   // a second Q buffer: fwd_smem_bytes). At hdim 64 a 64 x 128 S tile is too little
   // work per softmax to keep the tensor cores fed from two consumer warpgroups: 192 query rows
   // (three warpgroups, 16 warps) ran 530.8 TFLOP/s against 429.3 with 128 rows (bf16, S 8192,
-  // H200, 2026-12-04), and ahead at S 2048 and 16384, causal or not. A config may still ask for
-  // 128 rows or 12 warps. hdim 192 takes 80 keys too: two 128-key K and V stages beside Q need
-  // 240 KB; 80 keys leave room for a second Q buffer (216 KB), with O 96 + S 40 + P 20 registers.
+  // H200), and ahead at S 2048 and 16384, causal or not (docs/METHOD.md, "Hopper forward").
+  // A config may still ask for 128 rows or 12 warps. hdim 192 takes 80 keys too: two 128-key K
+  // and V stages beside Q need 240 KB; 80 keys leave room for a second Q buffer (216 KB), with
+  // O 96 + S 40 + P 20 registers.
   if (c.hdim_q >= 192) return {kBlockM, 80, kNumWarps, 2};
   if (c.hdim_q == 64 && c.block_m != kBlockM && c.num_warps != kNumWarps) return {192, 128, 16, 2};
   return {kBlockM, 128, kNumWarps, 2};
@@ -75,16 +76,15 @@ TileShape fwd_tile(const FmhaKernelConfig& c) {
 std::optional<TileShape> fwd_short_causal_tile(const FmhaKernelConfig& c) {
   // Under a causal mask the tiles on the diagonal do full MMAs for about half the work, and a
   // short problem has few tiles per row: there the long-sequence tiles lose what they gain per
-  // key. bf16, H200, batch x heads = 16384 tokens x 2048 model dim, heuristic tile -> this one
-  // (session 12):
+  // key. bf16, H200, heuristic tile -> this one (docs/METHOD.md, "Hopper forward"):
   //   hdim 64, 128 query rows (two consumer warpgroups) instead of 192: S 512 causal 213.6 ->
-  //     234.7 TFLOP/s, S 1024 277.6 -> 297.6; it loses at S 2048 (378.9 -> 347.2) and without a
-  //     mask (S 512 375.0 -> 344.8). 192 rows also leave S 512 with a partial third tile.
+  //     234.7 TFLOP/s, S 1024 277.6 -> 297.6; it loses at S 2048 and without a mask. 192 rows
+  //     also leave S 512 with a partial third tile.
   //   hdim 256, 64 keys instead of 80: S 512 causal 256.8 -> 274.4, S 1024 357.8 -> 367.9; it
-  //     loses at S 2048 (518.6 -> 512.4), S 4096 (612.5 -> 596.4) and without a mask at S 1024.
-  //   hdim 128, 64 keys instead of 128: slower at every length measured (S 512 causal 290.1 ->
-  //     264.1). hdim 192, 64 keys instead of 80: even at S 512 / 1024 (259.1 -> 260.4, 352.3 ->
-  //     353.9), slower at S 2048 (495.6 -> 489.8); its two Q buffers leave no round trip to hide.
+  //     loses from S 2048 and without a mask.
+  //   hdim 128, 64 keys: slower at every length (S 512 causal 290.1 -> 264.1). hdim 192, 64
+  //     keys: even at S 512 / 1024, slower at S 2048; its two Q buffers leave no round trip to
+  //     hide.
   if (c.family != Family::fwd) return std::nullopt;
   if (c.hdim_q == 64) return TileShape{kBlockM, 128, kNumWarps, 2};
   if (c.hdim_q == 256) return TileShape{kBlockM, 64, kNumWarps, 2};
@@ -96,9 +96,9 @@ TileShape bwd_tile(const FmhaKernelConfig& c) {
   // hdim 256 shared memory (~226 KB) holds either two Q stages or one Q stage and a second dQ
   // block per consumer warpgroup (FmhaBwdSm90aHd256Shape). Both modes take the second dQ block
   // (bf16, S 8192, H200). Deterministic: its second dQ round no longer waits for the first
-  // round's writer to take its turn (331 -> 407 TFLOP/s causal, 333 -> 398 non-causal, session
-  // 10). Atomic: 372 -> 447 causal, 380 -> 444 non-causal (session 11, after the producers began
-  // loading LSE / D rows before the stage waits; before that change it measured 344 causal).
+  // round's writer to take its turn (331 -> 407 TFLOP/s causal, 333 -> 398 non-causal).
+  // Atomic: 372 -> 447 causal, 380 -> 444 non-causal, once the producers load the LSE / D rows
+  // before the stage waits (docs/METHOD.md, "Hopper backward").
   const int stages = c.hdim_q == 256 ? 1 : 2;
   return {bwd_block_m(c.hdim_q), bwd_block_n(c.hdim_q), kNumWarps, stages};
 }

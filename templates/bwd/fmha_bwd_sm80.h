@@ -93,11 +93,12 @@
 // (kLateRelease): the release moves one phase later, to the barrier after the next iteration's
 // phase B, where the fence finds the reductions long complete instead of stalling warp 0 on their
 // round trip; and each warp polls and waits for itself (lane 0 spins, then __syncwarp) instead of
-// the whole CTA behind thread 0. Either alone gained nothing; together, at
-// S 8192, +6 % (hdim 128: 226.7 -> 239.7 TFLOP/s), +8 % (hdim 256), +3 % (hdim 64) (H200, session
-// 5, call 3). Not without a mask: there every CTA of a (kv head, batch) starts on query tile 0 at
-// once, the later release lengthens the chain each tile's additions wait through, and S 2048 lost
-// 8-21 %. Waits and releases only move, so the order and the no-deadlock argument are unchanged.
+// the whole CTA behind thread 0. Either alone gained nothing; together, at S 8192, +6 % (hdim 128:
+// 226.7 -> 239.7 TFLOP/s), +8 % (hdim 256), +3 % (hdim 64) (H200; see docs/METHOD.md,
+// "Deterministic mode (mma_sm80)"). Not without a mask: there every CTA of a (kv head, batch)
+// starts on query tile 0 at once, the later release lengthens the chain each tile's additions wait
+// through, and S 2048 lost 8-21 %. Waits and releases only move, so the order and the no-deadlock
+// argument are unchanged.
 #pragma once
 
 #include "bwd/fmha_bwd_memory_sm80.h"

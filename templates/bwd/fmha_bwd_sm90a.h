@@ -178,7 +178,7 @@ FMHA_DEVICE void fmha_bwd_sm90a_dq_dk_dv(const FmhaBwdSm90Params& P, char* smem_
   fmha_sync_threads();
   // The producer's and the dQ writer's loops are compiled once per value of `walks` (a constant
   // false where the kernel cannot walk), so the head-major order runs main's loop code: with the
-  // walk behind a flag in every role's loops, MHA causal lost 3-6 % (session 23). The consumers'
+  // walk behind a flag in every role's loops, MHA causal lost 3-6 % (H100). The consumers'
   // loops are compiled once (fmha_bwd_sm90a_consume says why).
   const bool walks = fmha_bwd_sm90a_walks<kMaskKind, kDeterministic>(
       P.bwd, FmhaBwdSm90aWalkSmem{smem + Shape::kWalkOffset});

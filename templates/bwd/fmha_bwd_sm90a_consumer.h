@@ -125,7 +125,7 @@ FMHA_DEVICE void fmha_bwd_sm90a_consume_tile(const FmhaBwdSm90Params& P, unsigne
   // and each k-step of dV += P^T dO and dK += dS^T Q issued as soon as its fragments are packed,
   // so that the tensor cores run the first steps while the warpgroup packs the next. Issued after
   // all the packing, they left the tensor cores idle through it, both warpgroups packing at once
-  // (session 33: the main kernel at hdim 128 S 2048 1.33 -> 1.31 ms). Packing all of P^T first
+  // (the main kernel at hdim 128 S 2048: 1.33 -> 1.31 ms). Packing all of P^T first
   // (under dP^T, or to issue dV before dS^T) keeps P^T's fp32 values, its fragments and dP^T live
   // together: 16 bytes of spills, and ptxas serialized every wgmma (C7512). Each step's fence
   // orders its own fragments' writes.
@@ -208,10 +208,10 @@ FMHA_DEVICE void fmha_bwd_sm90a_consume_tile(const FmhaBwdSm90Params& P, unsigne
 // The consumers take only the query tile from a visit, for the mask, and read it from the stage
 // (the producer stores it with the LSE and D rows), so their code does not depend on the walk.
 // A copy of the tile's code per walk order (with the last tile's copy, four) took the
-// deterministic causal kernel's cold NVRTC compile to 3.6-4.3 s on the 2-core machine (session
-// 34); with one copy it takes 1.5-1.6 s where the four read 2.7-3.2 s in the same sitting. The
-// walk behind a runtime flag here, computing the visit per tile as the producer does, lost
-// 1.5-3.4 % on deterministic causal rows (H100, ABBA); reading the stage gained 1.5-4 %.
+// deterministic causal kernel's cold NVRTC compile to 2.7-3.2 s on 2 cores; with one copy it
+// takes 1.5-1.6 s (docs/METHOD.md, "Compile time"). The walk behind a runtime flag here,
+// computing the visit per tile as the producer does, lost 1.5-3.4 % on deterministic causal rows
+// (H100); reading the stage gained 1.5-4 %.
 template <class Element, class Shape, int kMaskKind, bool kDeterministic>
 FMHA_DEVICE void fmha_bwd_sm90a_consume(const FmhaBwdSm90Params& P, unsigned smem,
                                         const FmhaBwdSm90aBarriers<Shape>& bars, int cw) {

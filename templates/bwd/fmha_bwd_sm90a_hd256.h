@@ -203,10 +203,10 @@ FMHA_DEVICE void fmha_bwd_sm90a_hd256_store_tile(unsigned tile, const float (&v)
 // keeps must be compile-time indices, or the accumulators would go to local memory). `walks` is
 // a runtime flag here, unlike in the producer and the dQ writers: the consumer takes only the
 // query tile from its visit, for the mask, and a second copy of its loop (128 HGMMA) cost a third
-// of the deterministic causal kernel's cold compile (NVRTC on the 2-core machine, session 28:
-// 2.6-3.3 s -> 1.95 s). Its speed held (H100, bf16 causal deterministic, ABBA: GQA 8:2 S 16384
-// 342 / 344 against 342 / 344 TFLOP/s, S 8192 377 / 378 against 376 / 377, MHA S 16384 411 / 409
-// against 410 / 410, S 2048 296 against 296).
+// of the deterministic causal kernel's cold compile (NVRTC on 2 cores: 2.6-3.3 s -> 1.95 s;
+// docs/METHOD.md, "Compile time"). Its speed held (H100, bf16 causal deterministic: GQA 8:2
+// S 16384 343 against 343 TFLOP/s, S 8192 377 against 377, MHA S 16384 410 against 410, S 2048
+// 296 against 296).
 template <class Element, class Shape, int kMaskKind, bool kDeterministic, int kCw>
 FMHA_DEVICE void fmha_bwd_sm90a_hd256_consume(const FmhaBwdSm90Params& P, unsigned smem,
                                               const FmhaBwdSm90aHd256Barriers<Shape>& bars,

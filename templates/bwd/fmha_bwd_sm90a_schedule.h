@@ -49,8 +49,8 @@
 // the previous pair's finish: with every chain decreasing, the previous pair's smallest key tiles
 // end first and one at a time, so consecutive key tiles of the next pair start one tile's
 // difference in work apart (8 query-tile visits at GQA 32:8) and revisit each query tile that
-// much later, by when its Q, dO and dQ sums have left L2 (the trace of GQA S 16384, session 26:
-// the first pair, whose CTAs all start at once, waited and stalled like the atomic mode; the
+// much later, by when its Q, dO and dQ sums have left L2 (a trace at GQA S 16384: the
+// first pair, whose CTAs all start at once, waited and stalled like the atomic mode; the
 // others polled 0.5-0.6 us per visit against 0.3, and L2 hit 84 % of accesses against 92 %).
 // With det_alternate the odd pairs ascend: their largest tiles take the SMs the previous pair's
 // smallest free, so each SM's two CTAs of a pair of pairs add up to about the same work and the
@@ -63,7 +63,7 @@
 // rest (the host's model, dispatcher/plan_bwd_sections.cpp, which picks the section size). A
 // section spans no more pairs than the 3-D order runs at once (SMs / key tiles), so that the
 // resident CTAs still share their heads' Q, dO and dQ sums in L2: 32 pairs where 8 ran together
-// lost 3.4 % at hdim 128 S 2048 (BENCHMARKS.md, session 21).
+// lost 3.4 % at hdim 128 S 2048 (H100; docs/METHOD.md, "Hopper backward launch order").
 // Atomic mode with a split tail (p.split_parts > 0): a 1-D grid. The key tiles run in the 3-D
 // grid's order (key tile fastest, then kv head, then batch), whole up to linear index
 // split_first; each later key tile runs as split_parts CTAs, part q taking iterations
@@ -163,7 +163,7 @@ FMHA_DEVICE FmhaBwdKeyTileCta fmha_bwd_key_tile_cta(const FmhaBwdParams& p) {
 // same call, so their loops agree. Iteration `it` splits once into an outer and an inner index by
 // `inner` (m_count, or group when ascending): one division per iteration whichever of the first
 // two orders; selecting between two orders' divisions cost the non-ascending chains 2-4 %
-// (session 9). In the atomic mode each CTA starts its query tiles at offset `rot` (its key tile
+// (H200). In the atomic mode each CTA starts its query tiles at offset `rot` (its key tile
 // modulo their count) and wraps around: without it, every key tile of a head would reduce-add into
 // the same dQ tile at the same time (non-causal masks), and those adds queue at the same L2 lines.
 // The deterministic mode keeps rot = 0: its chains already put neighbouring key tiles one query
@@ -179,20 +179,20 @@ FMHA_DEVICE FmhaBwdKeyTileCta fmha_bwd_key_tile_cta(const FmhaBwdParams& p) {
 // iterations' worth of tiles (~8 MB each) through L2, where MHA's single head waits 2. That
 // reuse distance was the hypothesis for why the deterministic GQA causal rows ran at 0.73-0.86 x
 // the atomic mode while MHA ran at 0.91-0.97 and GQA without a mask (every chain in step on the
-// same query tile) at 0.92-0.99; the walk took GQA 32:8 causal S 512-16384 +9-15 % (H100,
-// sessions 23-24, BENCHMARKS.md). The walk of CTA n is defined by W(n) = [the first u of n's own
-// cells] W(n + 1) [n's other own cells], W(K) = K's own cells, each own set query tile by query
-// tile with the heads innermost: every cell n shares with n + 1 comes exactly u iterations later in
-// n's walk than in n + 1's. So u iterations separate the chain's visits of a cell (the slack that
-// hides one link's release behind the next CTA's work), and the walk goes up through the first u
-// cells of each own set, then down through the rest. The order of the additions, and dQ bit for
-// bit, stay those of the decreasing chain (the turns count key tiles, not iterations). Index
-// arithmetic: under causal masks a key tile moves the diagonal by kBlockN rows, so lo(k + 1) -
-// lo(k) is at most r = kBlockN / kBlockM, and exactly r between the first key tile with own cells
-// at or above the CTA's (k0: below it, in the bottom-right mask's clamped corner, the tiles see the
-// same query tiles and own none) and the top K. fmha_bwd_sm90a_plan_walk checks lo(K) = lo(k0 + 1)
-// + r (K - k0 - 1), which with steps of at most r proves every step between, and keeps the
-// head-major order if it fails.
+// same query tile) at 0.92-0.99; the walk took GQA 32:8 causal S 512-16384 +9-15 % (H100;
+// docs/METHOD.md, "Hopper backward launch order"). The walk of CTA n is defined by W(n) = [the
+// first u of n's own cells] W(n + 1) [n's other own cells], W(K) = K's own cells, each own set
+// query tile by query tile with the heads innermost: every cell n shares with n + 1 comes exactly u
+// iterations later in n's walk than in n + 1's. So u iterations separate the chain's visits of a
+// cell (the slack that hides one link's release behind the next CTA's work), and the walk goes up
+// through the first u cells of each own set, then down through the rest. The order of the
+// additions, and dQ bit for bit, stay those of the decreasing chain (the turns count key tiles, not
+// iterations). Index arithmetic: under causal masks a key tile moves the diagonal by kBlockN rows,
+// so lo(k + 1) - lo(k) is at most r = kBlockN / kBlockM, and exactly r between the first key tile
+// with own cells at or above the CTA's (k0: below it, in the bottom-right mask's clamped corner,
+// the tiles see the same query tiles and own none) and the top K. fmha_bwd_sm90a_plan_walk checks
+// lo(K) = lo(k0 + 1) + r (K - k0 - 1), which with steps of at most r proves every step between, and
+// keeps the head-major order if it fails.
 // An ascending chain's CTA (det_alternate) walks the same W(n) with f = det_asc_walk_up cells
 // first where the host asks for it: there key tile n + 1 adds after n, and where it starts s
 // iterations after n (the spacing dispatcher/plan_bwd_sections.cpp models), it trails n by s - f

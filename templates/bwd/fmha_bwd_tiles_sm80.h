@@ -38,7 +38,7 @@ struct FmhaBwdSm80Shape {
     // why groups); 4 = a whole swizzle period of a 128-byte-wide tile. Phase A takes 4 only
     // without a mask (kUnrollANoMask): with one, the masked copy of the P / dS code keeps more
     // registers live and groups of 4 spilled 4 bytes at hdim 128 (sliding window on sm_80,
-    // causal bottom-right deterministic on sm_90). H200, bf16, S 8192 (session 5, call 2):
+    // causal bottom-right deterministic on sm_90). H200, bf16, S 8192:
     // hdim 128 non-causal 271.5 (2) vs 280.4 TFLOP/s (4), causal 257.6 vs 257.0; hdim 64 and
     // 256 within 1 % either way; against 263.8 / 243.4 with the k loops not unrolled.
     kUnrollA = 2,

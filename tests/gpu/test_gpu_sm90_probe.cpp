@@ -1,4 +1,4 @@
-// The Hopper building blocks on the GPU (issue 7): the probe GEMM of tests/support/sm90_probe.hpp
+// The Hopper building blocks on the GPU: the probe GEMM of tests/support/sm90_probe.hpp
 // loads A and B by TMA (tensor maps encoded by the driver), multiplies them with four k16 wgmma
 // steps and writes D from the accumulators. Matching a CPU GEMM settles the tensor-map encoding,
 // the mbarrier protocol, the matrix descriptors (128-byte swizzle, the 32-byte step along k) and

@@ -235,8 +235,8 @@ std::vector<cache::Manifest> compile_all(const std::vector<FmhaKernelConfig>& co
 }
 
 // Nothing spilled, and ptxas kept the wgmma pipeline: a kernel whose wgmma it serialised runs
-// correctly at a fraction of its speed, which no gpu test notices (session 19: N 64 Q K^T on a
-// 128-key block serialised the causal forwards at hdim 64 and 128).
+// correctly at a fraction of its speed, which no gpu test notices (an N 64 Q K^T on a 128-key
+// block once serialised the causal forwards at hdim 64 and 128; docs/METHOD.md, "Compile time").
 void require_fast_kernel(const cache::Manifest& m) {
   for (const auto& r : m.resources) {
     INFO(r.symbol);

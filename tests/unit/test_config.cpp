@@ -285,7 +285,7 @@ TEST_CASE("config: impl and tiles of the tensor-core backward", "[config]") {
   bad.num_stages = 4;
   CHECK(rejected_field(bad) == "num_stages");
   // A stage count whose shared-memory sum would overflow an int is rejected before that sum
-  // (found by the config fuzzer under UBSan, session 18).
+  // (found by the config fuzzer under UBSan).
   for (const char* arch : {"sm_86", "sm_90"}) {
     bad = c;
     bad.arch = arch;

@@ -136,8 +136,8 @@ TEST_CASE("key: compiler identity, version, options and format version", "[key]"
 
 TEST_CASE("key: the RTC library's identity is its name and size, not its packaging", "[key]") {
   // One NVRTC build ships as a plain libnvrtc.so.13 in one toolkit packaging and as a symlink to
-  // libnvrtc.so.13.0.88 in another (this machine and the H200 image, session 15): a cache warmed
-  // on one must hit on the other, while another build (another size) must not.
+  // libnvrtc.so.13.0.88 in another: a cache warmed on one must hit on the other, while another
+  // build (another size) must not.
   test::TempDir dir;
   auto write = [&](const std::string& name, std::size_t bytes) {
     std::ofstream(dir.path() / name, std::ios::binary) << std::string(bytes, 'x');

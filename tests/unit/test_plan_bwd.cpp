@@ -242,8 +242,8 @@ TEST_CASE("plan: the atomic causal backward's sections", "[plan]") {
   c.mask = MaskKind::causal_top_left;
   // GQA 32:8 S 8192, 2 batches: 16 pairs of 64 key tiles on 132 SMs. One pair after another
   // starts the last pair's key tile 0 (512 iterations, a quarter of an SM's share) after every
-  // other pair's work (77 % into the launch in session 21's trace); sections of two pairs
-  // model 10 % shorter.
+  // other pair's work (77 % into the launch in a trace); sections of two pairs model 10 %
+  // shorter.
   FmhaProblem p = s8192_problem();
   p.nhead_q = 32;
   p.nhead_k = 8;
