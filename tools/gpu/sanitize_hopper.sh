@@ -1,13 +1,18 @@
 #!/usr/bin/env bash
-# compute-sanitizer (memcheck, synccheck, racecheck) over the Hopper kernels through the CLI, on
-# the device machine with .carry/ staged (tools/device/stage.sh): forward and backward in both dQ
-# modes, masked and unmasked, odd lengths, hdim 64 / 128 / 256, kernels compiled with line tables
-# so that reports name source lines. Then the handoff probe under racecheck, with mbarriers and
-# with __syncthreads (RELIABILITY.md, "Hopper kernels under compute-sanitizer"). Prints one line
-# per run; full reports in $OUT/sanitize.txt, racecheck hazards grouped by source line in
+# compute-sanitizer (memcheck, synccheck, racecheck) over the Hopper kernels through the CLI, on a
+# GPU machine from the repository root with .carry/ staged (tools/gpu/stage.sh): forward and
+# backward in both dQ modes, masked and unmasked, odd lengths, hdim 64 / 128 / 256, kernels
+# compiled with line tables so that reports name source lines. Then the handoff probe under
+# racecheck, with mbarriers and with __syncthreads. Prints one line per run; full reports in
+# $OUT/sanitize.txt (default /tmp), racecheck hazards grouped by source line in
 # $OUT/sanitize_hazards.txt.
-source "$(dirname "$0")/call_env.sh"
+set -uo pipefail
+export LD_LIBRARY_PATH="$PWD/.carry/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
+export FMHA_JIT_CACHE_DIR="${FMHA_JIT_CACHE_DIR:-/tmp/fmha-jit-cache}"
 export FMHA_JIT_LINEINFO=1
+out=${OUT:-/tmp}
+b=.carry/bin
+mkdir -p "$out"
 log=$out/sanitize.txt
 : > "$log"
 shape="--dtype bf16 --batch 1 --nhead-q 4 --nhead-k 2 --seqlen-q 301 --seqlen-k 517"
@@ -18,6 +23,7 @@ for hd in 64 128 256; do
           "--family bwd --hdim-q $hd --mask causal-br --deterministic"
           "--family bwd --hdim-q $hd --mask window:64,0 --deterministic")
 done
+# Each case once without a sanitizer first: it compiles the kernel, and a wrong result shows here.
 for c in "${cases[@]}"; do
   $b/fmha-jit run $shape $c --verify > /dev/null 2>&1 || echo "FAILED without a sanitizer: $c"
 done
@@ -32,7 +38,7 @@ done
 for how in mbarriers __syncthreads; do
   t="gpu sm90a: the handoff probe passes rows between warps through $how"
   report=$(timeout 120 compute-sanitizer --tool racecheck --print-limit 20 \
-    .carry/bin/fmha_jit_gpu_sm90_tests "$t" 2>&1)
+    $b/fmha_jit_gpu_sm90_tests "$t" 2>&1)
   echo "racecheck [$t] rc $?: $(grep -E 'RACECHECK SUMMARY' <<<"$report") $(grep -cE 'FAILED' \
     <<<"$report") failed assertions"
   printf '===== racecheck %s\n%s\n' "$t" "$report" >> "$log"

@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# Stages what a GPU machine needs into .carry/ (git-ignored): the release build's executables and
-# the two shared libraries they need that an Ubuntu GPU image may lack (spdlog, fmt). The device
-# tool carries .carry/; tools/device/gpu_check.sh runs there.
+# Stages what a GPU machine needs into .carry/ (git-ignored), to be copied there beside the
+# working tree: the release build's executables and test suites, and the two shared libraries
+# they need that a GPU image may lack (spdlog, fmt). The other tools/gpu scripts run there, from
+# the repository root.
+#   tools/gpu/stage.sh [BUILD_DIR]   (default build-release, configured by `cmake --preset release`)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 build=${1:-build-release}
-# Build first: staging binaries of an older tree measures the wrong code (session 10 did once).
+# Built first: staging the binaries of an older tree would measure the wrong code.
 cmake --build "$build" -j "$(nproc)" >/dev/null
 rm -rf .carry/bin .carry/lib  # .carry/cache (a warmed kernel cache) stays
 mkdir -p .carry/bin .carry/lib
