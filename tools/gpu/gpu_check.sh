@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# The checks of a staged build (tools/gpu/stage.sh) on a GPU machine, from the repository root:
+# the GPU, the gpu suites' kernels compiled on every core first (the suites compile one at a time),
+# examples 01 and 37, both gpu suites and the rtc suite, each under a kill timeout so that a hung
+# kernel cannot take the whole run, then bench-jit. One log per step in $OUT (default /tmp), a
+# verdict per step here; exits 1 if a step failed (77, a suite skipped on this GPU, is no failure).
+#   GPU_TESTS    Catch2 test spec for both gpu suites (default: every case)
+#   SUITE_LIMIT  seconds per suite (default 600)
+set -uo pipefail
+export LD_LIBRARY_PATH="$PWD/.carry/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
+export FMHA_JIT_CACHE_DIR="${FMHA_JIT_CACHE_DIR:-/tmp/fmha-jit-cache}"
+out=${OUT:-/tmp}
+bin=.carry/bin
+limit=${SUITE_LIMIT:-600}
+failed=0
+mkdir -p "$out"
+# step NAME SECONDS COMMAND...: COMMAND's output into $out/NAME.log, its verdict and last lines here.
+step() {
+  local name=$1 seconds=$2 rc
+  shift 2
+  timeout --signal=KILL "$seconds" "$@" > "$out/$name.log" 2>&1
+  rc=$?
+  echo "== $name: rc $rc at ${SECONDS}s"
+  tail -3 "$out/$name.log"
+  if [ "$rc" != 0 ] && [ "$rc" != 77 ]; then failed=1; fi
+}
+nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader
+$bin/fmha-jit arch
+sm90a=$(mktemp --suffix=.json)
+python3 - "$sm90a" <<'PY'
+import json, sys
+json.dump([{"family": ["fwd", "bwd"], "dtype": ["fp16", "bf16"], "hdim_q": d, "hdim_v": d,
+            "mask": ["none", "causal_top_left", "causal_bottom_right", "sliding_window"],
+            "deterministic": [False, True], "lse": [False, True], "arch": "sm_90"}
+           for d in (64, 128, 256)], open(sys.argv[1], "w"))
+PY
+step prebuild 300 $bin/fmha-jit prebuild configs/default.json configs/gpu-tests.json "$sm90a"
+step example_01 60 $bin/01_basic_fwd
+for hd in 64 128 256; do
+  step "example_37_hd$hd" 60 $bin/37_bwd_deterministic --hdim "$hd" --seqlen 1024
+done
+step gpu_tests "$limit" $bin/fmha_jit_gpu_tests ${GPU_TESTS:+"$GPU_TESTS"}
+step gpu_sm90_tests "$limit" $bin/fmha_jit_gpu_sm90_tests ${GPU_TESTS:+"$GPU_TESTS"}
+step rtc_tests "$limit" $bin/fmha_jit_rtc_tests
+step bench_jit 300 $bin/fmha-jit bench-jit
+exit $failed
