@@ -7,19 +7,9 @@ if(FMHA_JIT_BUILD_TESTS)
   find_package(Catch2 2 REQUIRED)
 endif()
 
-# xxHash ships no CMake package in Debian; libxxhash-dev provides pkg-config metadata and a static
-# archive. The static archive is preferred so binaries carried to GPU machines need no libxxhash.so.
-find_package(PkgConfig REQUIRED)
-pkg_check_modules(XXHASH REQUIRED libxxhash)
-find_library(FMHA_JIT_XXHASH_STATIC NAMES libxxhash.a HINTS ${XXHASH_LIBRARY_DIRS})
-add_library(fmha_jit_xxhash INTERFACE)
-target_include_directories(fmha_jit_xxhash INTERFACE ${XXHASH_INCLUDE_DIRS})
-if(FMHA_JIT_XXHASH_STATIC)
-  target_link_libraries(fmha_jit_xxhash INTERFACE ${FMHA_JIT_XXHASH_STATIC})
-else()
-  target_link_libraries(fmha_jit_xxhash INTERFACE ${XXHASH_LINK_LIBRARIES})
-endif()
-add_library(fmha_jit::xxhash ALIAS fmha_jit_xxhash)
+# fmha_jit::xxhash: an imported target, so the installed package can define it again
+# (FindFmhaJitXxhash.cmake is installed with fmha_jitConfig.cmake).
+find_package(FmhaJitXxhash REQUIRED)
 
 # Only headers of the CUDA toolkit are used at build time (cuda.h for driver API types, nvrtc.h for
 # NVRTC's); the libraries themselves are dlopen'd at run time.
