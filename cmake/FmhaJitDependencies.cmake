@@ -1,6 +1,9 @@
 # Every third-party dependency comes from Debian packages (see README.md for the list).
 find_package(Threads REQUIRED)
-find_package(nlohmann_json 3.10 REQUIRED)
+# The public headers use nlohmann_json: the installed package asks for the same version
+# (fmha_jitConfig.cmake.in).
+set(FMHA_JIT_NLOHMANN_JSON_VERSION 3.10)
+find_package(nlohmann_json ${FMHA_JIT_NLOHMANN_JSON_VERSION} REQUIRED)
 find_package(spdlog REQUIRED)
 find_package(CLI11 REQUIRED)
 if(FMHA_JIT_BUILD_TESTS)
