@@ -22,7 +22,10 @@ if(FMHA_JIT_FUZZ)
   set(FMHA_JIT_SANITIZE ON)
 endif()
 
+# The link flag is also what the installed package asks of its users' links (FmhaJitInstall.cmake):
+# the instrumented archive calls the sanitizer runtimes.
+set(FMHA_JIT_SANITIZE_LINK_OPTIONS -fsanitize=address,undefined)
 if(FMHA_JIT_SANITIZE)
   add_compile_options(-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all)
-  add_link_options(-fsanitize=address,undefined)
+  add_link_options(${FMHA_JIT_SANITIZE_LINK_OPTIONS})
 endif()
