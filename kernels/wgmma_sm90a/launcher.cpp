@@ -91,8 +91,7 @@ class WgmmaSm90aLauncher final : public FamilyLauncher {
     if (it == orders.end()) {
       // Past the cap a new shape runs in the static order in L2 sections, without the plan's
       // balance (1-4 % slower than a plan on causal rows; docs/METHOD.md, "Hopper forward launch
-      // order"), instead of holding one
-      // more plan for the runner's life.
+      // order"), instead of holding one more plan for the runner's life.
       if (orders.size() >= kMaxTileOrders) return {nullptr, 0, fwd_l2_section_heads(problem)};
       const FwdTileOrder plan = fwd_tile_order(config_, problem, multiprocessors);
       auto planned = std::make_unique<PlannedOrder>();

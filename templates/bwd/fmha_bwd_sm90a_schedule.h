@@ -21,57 +21,53 @@
 //                       k = num_n - 1 - n_block is the slow index and the pair the fast one.
 // In the deterministic mode every query tile receives its key tiles' dQ additions in decreasing
 // key-tile order (fmha_bwd_sm80.h), so the CTA at chain position k waits for position k - 1 of its
-// own pair. The hardware dispatches CTAs in linear index order. With one pair per group (the
-// atomic order, reversed) every wave re-creates the chains' stagger: the CTAs that finish first
-// are replaced by later chain positions of the next pair, which wait for its earlier ones. With
-// groups of as many pairs as fill the GPU, chain by chain (floor(SMs / num_n), the host's
-// choice without a mask; one more for chains of 32 key tiles or more, dispatcher/plan.cpp),
-// the CTAs of one position finish at about the same time and are
-// replaced by the same position of the next group, which finds its predecessors started one link
-// earlier: the stagger is paid once. Larger groups would spread the resident CTAs over more
-// heads, and their Q and dO no longer stay in L2 for the other key tiles of the head (all heads
-// in one group measured 0.66 x at hdim 128, S 8192, causal). Under causal masks the chains are
-// staggered by the mask itself (fmha_bwd_sm80.h); the host groups pairs there only as the
-// atomic mode's sections below (bwd_causal_sections), and not where the chains walk.
-// Under causal masks the decreasing order launches each pair's smallest key tiles first and its
-// largest (n_block 0, every query tile) last, so the last pair's largest tiles would run nearly
-// alone at the end of the grid. The last det_asc_pairs pairs (the host's choice: one under causal
-// masks with at most 16 pairs, or the last section's; dispatcher/plan.cpp) therefore take their
-// chains the other way:
-// increasing key tiles, n_block = k, largest first, as the atomic mode launches them. Their CTAs
-// walk their query tiles downwards and over the query heads innermost (FmhaBwdSm90aWork), so
-// that the CTA before them in the chain, whose extra query tiles are the lowest, reaches every
-// shared tile at the same step. The waits still point to lower linear indices only (the same pair,
-// lower k), which is what the no-deadlock argument of fmha_bwd_sm80.h needs. Which pairs ascend
-// depends on the problem only, so the order of every addition, and dQ bit for bit, does not depend
-// on the GPU's SM count.
-// Where the chains walk (GQA, below) and pairs run one after another, each pair's CTAs start as
-// the previous pair's finish: with every chain decreasing, the previous pair's smallest key tiles
-// end first and one at a time, so consecutive key tiles of the next pair start one tile's
-// difference in work apart (8 query-tile visits at GQA 32:8) and revisit each query tile that
-// much later, by when its Q, dO and dQ sums have left L2 (a trace at GQA S 16384: the
-// first pair, whose CTAs all start at once, waited and stalled like the atomic mode; the
-// others polled 0.5-0.6 us per visit against 0.3, and L2 hit 84 % of accesses against 92 %).
-// With det_alternate the odd pairs ascend: their largest tiles take the SMs the previous pair's
-// smallest free, so each SM's two CTAs of a pair of pairs add up to about the same work and the
-// next even pair's chain starts nearly at once, in the walk's lockstep.
-// Atomic mode under a causal mask: a 1-D grid in sections of causal_section_pairs pairs, grouped
-// as above with n_block = k, so each section runs its key tiles largest first, all of its pairs
-// at each key tile. In the 3-D grid's order (one section per pair) each pair's largest key tile
-// starts only after every earlier pair's tiles: the last pair's tile 0, a quarter of an SM's
-// work at GQA 32:8 S 8192 (2 x 8 pairs of 64 key tiles on 132 SMs), then ends ~11 % after the
-// rest (the host's model, dispatcher/plan_bwd_sections.cpp, which picks the section size). A
+// own pair. The hardware dispatches CTAs in linear index order. With one pair per group (the atomic
+// order, reversed) every wave re-creates the chains' stagger: the CTAs that finish first are
+// replaced by later chain positions of the next pair, which wait for its earlier ones. With groups
+// of as many pairs as fill the GPU, chain by chain (floor(SMs / num_n), the host's choice without a
+// mask; one more for chains of 32 key tiles or more, kernels/wgmma_sm90a/bwd_schedule.cpp), the
+// CTAs of one position finish at about the same time and are replaced by the same position of the
+// next group, which finds its predecessors started one link earlier: the stagger is paid once.
+// Larger groups would spread the resident CTAs over more heads, and their Q and dO no longer stay
+// in L2 for the other key tiles of the head (all heads in one group measured 0.66 x at hdim 128, S
+// 8192, causal). Under causal masks the chains are staggered by the mask itself (fmha_bwd_sm80.h);
+// the host groups pairs there only as the atomic mode's sections below (bwd_causal_sections), and
+// not where the chains walk. Under causal masks the decreasing order launches each pair's smallest
+// key tiles first and its largest (n_block 0, every query tile) last, so the last pair's largest
+// tiles would run nearly alone at the end of the grid. The last det_asc_pairs pairs (the host's
+// choice: one under causal masks with at most 16 pairs, or the last section's;
+// kernels/wgmma_sm90a/bwd_schedule.cpp) therefore take their chains the other way: increasing key
+// tiles, n_block = k, largest first, as the atomic mode launches them. Their CTAs walk their query
+// tiles downwards and over the query heads innermost (FmhaBwdSm90aWork), so that the CTA before
+// them in the chain, whose extra query tiles are the lowest, reaches every shared tile at the same
+// step. The waits still point to lower linear indices only (the same pair, lower k), which is what
+// the no-deadlock argument of fmha_bwd_sm80.h needs. Which pairs ascend depends on the problem
+// only, so the order of every addition, and dQ bit for bit, does not depend on the GPU's SM count.
+// Where the chains walk (GQA, below) and pairs run one after another, each pair's CTAs start as the
+// previous pair's finish: with every chain decreasing, the previous pair's smallest key tiles end
+// first and one at a time, so consecutive key tiles of the next pair start one tile's difference in
+// work apart (8 query-tile visits at GQA 32:8) and revisit each query tile that much later, by when
+// its Q, dO and dQ sums have left L2 (a trace at GQA S 16384: the first pair, whose CTAs all start
+// at once, waited and stalled like the atomic mode; the others polled 0.5-0.6 us per visit against
+// 0.3, and L2 hit 84 % of accesses against 92 %). With det_alternate the odd pairs ascend: their
+// largest tiles take the SMs the previous pair's smallest free, so each SM's two CTAs of a pair of
+// pairs add up to about the same work and the next even pair's chain starts nearly at once, in the
+// walk's lockstep. Atomic mode under a causal mask: a 1-D grid in sections of causal_section_pairs
+// pairs, grouped as above with n_block = k, so each section runs its key tiles largest first, all
+// of its pairs at each key tile. In the 3-D grid's order (one section per pair) each pair's largest
+// key tile starts only after every earlier pair's tiles: the last pair's tile 0, a quarter of an
+// SM's work at GQA 32:8 S 8192 (2 x 8 pairs of 64 key tiles on 132 SMs), then ends ~11 % after the
+// rest (the host's model, kernels/wgmma_sm90a/bwd_sections.cpp, which picks the section size). A
 // section spans no more pairs than the 3-D order runs at once (SMs / key tiles), so that the
 // resident CTAs still share their heads' Q, dO and dQ sums in L2: 32 pairs where 8 ran together
-// lost 3.4 % at hdim 128 S 2048 (H100; docs/METHOD.md, "Hopper backward launch order").
-// Atomic mode with a split tail (p.split_parts > 0): a 1-D grid. The key tiles run in the 3-D
-// grid's order (key tile fastest, then kv head, then batch), whole up to linear index
-// split_first; each later key tile runs as split_parts CTAs, part q taking iterations
-// [q n / parts, (q + 1) n / parts) of its n (fmha_bwd_sm90a_work). The launch's last partial wave
-// would otherwise leave SMs idle for a whole key tile's time (hdim 128, S 8192, 2 x 16 heads:
-// 2048 key tiles on 132 SMs are 15.5 waves); smaller parts spread that wave over every SM. Each
-// part adds its dK and dV to an fp32 workspace, and the last to arrive writes them
-// (fmha_bwd_sm90a_split_dkdv).
+// lost 3.4 % at hdim 128 S 2048 (H100; docs/METHOD.md, "Hopper backward launch order"). Atomic mode
+// with a split tail (p.split_parts > 0): a 1-D grid. The key tiles run in the 3-D grid's order (key
+// tile fastest, then kv head, then batch), whole up to linear index split_first; each later key
+// tile runs as split_parts CTAs, part q taking iterations [q n / parts, (q + 1) n / parts) of its n
+// (fmha_bwd_sm90a_work). The launch's last partial wave would otherwise leave SMs idle for a whole
+// key tile's time (hdim 128, S 8192, 2 x 16 heads: 2048 key tiles on 132 SMs are 15.5 waves);
+// smaller parts spread that wave over every SM. Each part adds its dK and dV to an fp32 workspace,
+// and the last to arrive writes them (fmha_bwd_sm90a_split_dkdv).
 struct FmhaBwdKeyTileCta {
   int n_block, hk, b;
   bool ascending;  // deterministic mode: this pair's chain runs in increasing key tiles
@@ -170,33 +166,32 @@ FMHA_DEVICE FmhaBwdKeyTileCta fmha_bwd_key_tile_cta(const FmhaBwdParams& p) {
 // tile apart, and their order is what the semaphores count.
 //
 // The up-down walk (deterministic, causal, decreasing chain, FmhaBwdParams::det_up_cells = u > 0).
-// Key tile k of a causal chain sees the query tiles [lo(k), end), and lo never decreases with k,
-// so the cells (query head, query tile) of the tiles [lo(k), lo(k + 1)) are k's own: in the
-// decreasing order k adds there first and waits for nobody (the chain's top K owns [lo(K), end)).
-// Head-major, CTA k visits a cell 2 (h + 1) iterations after CTA k + 1 did at query head h of a
-// 128-key / 64-query tile (plus the launch's stagger between them), so at GQA 32:8 each Q, dO
-// and dQ tile of the later heads is touched again only after the GPU has streamed 4-10
-// iterations' worth of tiles (~8 MB each) through L2, where MHA's single head waits 2. That
-// reuse distance was the hypothesis for why the deterministic GQA causal rows ran at 0.73-0.86 x
-// the atomic mode while MHA ran at 0.91-0.97 and GQA without a mask (every chain in step on the
-// same query tile) at 0.92-0.99; the walk took GQA 32:8 causal S 512-16384 +9-15 % (H100;
-// docs/METHOD.md, "Hopper backward launch order"). The walk of CTA n is defined by W(n) = [the
-// first u of n's own cells] W(n + 1) [n's other own cells], W(K) = K's own cells, each own set
-// query tile by query tile with the heads innermost: every cell n shares with n + 1 comes exactly u
-// iterations later in n's walk than in n + 1's. So u iterations separate the chain's visits of a
-// cell (the slack that hides one link's release behind the next CTA's work), and the walk goes up
-// through the first u cells of each own set, then down through the rest. The order of the
-// additions, and dQ bit for bit, stay those of the decreasing chain (the turns count key tiles, not
-// iterations). Index arithmetic: under causal masks a key tile moves the diagonal by kBlockN rows,
-// so lo(k + 1) - lo(k) is at most r = kBlockN / kBlockM, and exactly r between the first key tile
-// with own cells at or above the CTA's (k0: below it, in the bottom-right mask's clamped corner,
-// the tiles see the same query tiles and own none) and the top K. fmha_bwd_sm90a_plan_walk checks
-// lo(K) = lo(k0 + 1) + r (K - k0 - 1), which with steps of at most r proves every step between, and
-// keeps the head-major order if it fails.
-// An ascending chain's CTA (det_alternate) walks the same W(n) with f = det_asc_walk_up cells
-// first where the host asks for it: there key tile n + 1 adds after n, and where it starts s
-// iterations after n (the spacing dispatcher/plan_bwd_sections.cpp models), it trails n by s - f
-// at every cell they share, which the host makes u. The turns still count key tiles.
+// Key tile k of a causal chain sees the query tiles [lo(k), end), and lo never decreases with k, so
+// the cells (query head, query tile) of the tiles [lo(k), lo(k + 1)) are k's own: in the decreasing
+// order k adds there first and waits for nobody (the chain's top K owns [lo(K), end)). Head-major,
+// CTA k visits a cell 2 (h + 1) iterations after CTA k + 1 did at query head h of a 128-key /
+// 64-query tile (plus the launch's stagger between them), so at GQA 32:8 each Q, dO and dQ tile of
+// the later heads is touched again only after the GPU has streamed 4-10 iterations' worth of tiles
+// (~8 MB each) through L2, where MHA's single head waits 2. That reuse distance was the hypothesis
+// for why the deterministic GQA causal rows ran at 0.73-0.86 x the atomic mode while MHA ran at
+// 0.91-0.97 and GQA without a mask (every chain in step on the same query tile) at 0.92-0.99; the
+// walk took GQA 32:8 causal S 512-16384 +9-15 % (H100; docs/METHOD.md, "Hopper backward launch
+// order"). The walk of CTA n is defined by W(n) = [the first u of n's own cells] W(n + 1) [n's
+// other own cells], W(K) = K's own cells, each own set query tile by query tile with the heads
+// innermost: every cell n shares with n + 1 comes exactly u iterations later in n's walk than in n
+// + 1's. So u iterations separate the chain's visits of a cell (the slack that hides one link's
+// release behind the next CTA's work), and the walk goes up through the first u cells of each own
+// set, then down through the rest. The order of the additions, and dQ bit for bit, stay those of
+// the decreasing chain (the turns count key tiles, not iterations). Index arithmetic: under causal
+// masks a key tile moves the diagonal by kBlockN rows, so lo(k + 1) - lo(k) is at most r = kBlockN
+// / kBlockM, and exactly r between the first key tile with own cells at or above the CTA's (k0:
+// below it, in the bottom-right mask's clamped corner, the tiles see the same query tiles and own
+// none) and the top K. fmha_bwd_sm90a_plan_walk checks lo(K) = lo(k0 + 1) + r (K - k0 - 1), which
+// with steps of at most r proves every step between, and keeps the head-major order if it fails. An
+// ascending chain's CTA (det_alternate) walks the same W(n) with f = det_asc_walk_up cells first
+// where the host asks for it: there key tile n + 1 adds after n, and where it starts s iterations
+// after n (the spacing kernels/wgmma_sm90a/bwd_sections.cpp models), it trails n by s - f at every
+// cell they share, which the host makes u. The turns still count key tiles.
 struct FmhaBwdSm90aVisit {
   int head, m_block;
 };

@@ -1,5 +1,5 @@
 // How the warps of the backward's stage 2 (fmha_bwd_sm80_dq_dk_dv.h) share a tile. One
-// definition for the kernel (FmhaBwdSm80Shape) and the host (codegen/bwd_tile_shapes.cpp, which
+// definition for the kernel (FmhaBwdSm80Shape) and the host (kernels/mma_sm80/bwd_tiles.cpp, which
 // validates user tiles and sizes the shared memory from it), so they cannot disagree: plain
 // constexpr integer functions, no includes, valid host C++ and device code alike.
 //

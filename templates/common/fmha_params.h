@@ -87,9 +87,9 @@ struct FmhaBwdParams {
   // the head-major order. Moves the visits in time only, never the order of the additions.
   int det_up_cells;
   // wgmma_sm90a atomic mode, split tail (bwd/fmha_bwd_sm90a_schedule.h, fmha_bwd_key_tile_cta;
-  // dispatcher/plan.cpp, bwd_split_tail): key tiles from linear index split_first on (the last
-  // split_tiles of the launch order) run as split_parts CTAs each, over parts of their query
-  // tiles. split_parts = 0: no split, and the two workspace pointers may be null.
+  // kernels/wgmma_sm90a/bwd_schedule.cpp, bwd_split_tail): key tiles from linear index split_first
+  // on (the last split_tiles of the launch order) run as split_parts CTAs each, over parts of their
+  // query tiles. split_parts = 0: no split, and the two workspace pointers may be null.
   float* split_dkdv;    // workspace: fp32 [split_tiles][kFmhaBwdSplitKeys][hdim_q + hdim_v]
   int* split_counters;  // workspace: parts counted in, per split key tile
   int split_first;
@@ -114,10 +114,11 @@ struct FmhaFwdSm90Params {
   FmhaTensorMap v_map;  // box (64, kBlockN)
   FmhaTensorMap o_map;  // box (64, 64): one consumer warpgroup's rows
   FmhaFwdParams fwd;
-  // The split tail round (fwd/fmha_fwd_sm90a_split.h; dispatcher/plan.cpp, fwd_split_tail):
-  // rounds before split_round run whole tiles; the split_tiles tiles after them (from tile
-  // split_round x grid on) are split by keys over every CTA. split_tiles = 0: no split, and the
-  // two workspace pointers may be null. (split_tiles x split_blocks + 1) x split_ctas < 2^31.
+  // The split tail round (fwd/fmha_fwd_sm90a_split.h; kernels/wgmma_sm90a/fwd_schedule.cpp,
+  // fwd_split_tail): rounds before split_round run whole tiles; the split_tiles tiles after them
+  // (from tile split_round x grid on) are split by keys over every CTA. split_tiles = 0: no split,
+  // and the two workspace pointers may be null. (split_tiles x split_blocks + 1) x split_ctas <
+  // 2^31.
   float* split_partials;  // workspace: per CTA, segment and consumer warpgroup, O and row stats
   int* split_counters;    // workspace: per split tile and consumer warpgroup; zero between launches
   int num_m_blocks;       // ceil(seqlen_q / kBlockM)
@@ -127,15 +128,16 @@ struct FmhaFwdSm90Params {
   int split_blocks;       // key blocks of a tile: ceil(seqlen_k / kBlockN)
   int split_ctas;         // CTAs that take a range: min(grid, split_tiles x split_blocks)
   // Causal masks: CTA c's r-th tile is tile_order[r x grid + c] (-1: none) for r below
-  // tile_order_rounds, a plan of the host's (dispatcher/plan.cpp, fwd_tile_order); null: the
-  // static order of fmha_fwd_sm90a_tile_index.
+  // tile_order_rounds, a plan of the host's (kernels/wgmma_sm90a/fwd_schedule.cpp, fwd_tile_order);
+  // null: the static order of fmha_fwd_sm90a_tile_index.
   const int* tile_order;
   int tile_order_rounds;
-  // Causal masks, static order (no tile_order): the list deals the (batch, head) pairs in
-  // sections of this many, each section heaviest m-block first (fmha_fwd_sm90a_tile). The host
-  // passes every pair (one section, the order the plans were measured against) unless it could
-  // not plan the shape (past the runner's plan cap): then the L2 section of
-  // dispatcher/plan.cpp, fwd_l2_section_kv_heads, so the CTAs running together share K and V.
+  // Causal masks, static order (no tile_order): the list deals the (batch, head) pairs in sections
+  // of this many, each section heaviest m-block first (fmha_fwd_sm90a_tile). The host passes every
+  // pair (one section, the order the plans were measured against) unless it could not plan the
+  // shape (past the runner's plan cap): then the L2 section of
+  // kernels/wgmma_sm90a/fwd_schedule.cpp, fwd_l2_section_kv_heads, so the CTAs running together
+  // share K and V.
   int causal_section_heads;
 };
 

@@ -45,7 +45,7 @@
 #include "sm90/wgmma_sm90a.h"
 
 // Compile-time shape of one instantiation. Mirrored on the host by
-// codegen::wgmma_sm90a_fwd_smem_bytes (codegen/tile_shapes.cpp).
+// wgmma_sm90a::fwd_smem_bytes (kernels/wgmma_sm90a/tiles.cpp).
 template <int kHdim, int kTileM, int kBlockN, int kStages>
 struct FmhaFwdSm90aShape {
   enum {
@@ -58,7 +58,7 @@ struct FmhaFwdSm90aShape {
     kQBytes = kSlabs * kQSlabBytes,
     kKVBytes = kSlabs * kKVSlabBytes,  // one stage of K (or of V)
     // Two Q buffers when they fit in sm_90's 227 KB beside the K and V stages (and their two
-    // extra barriers). Mirrored by codegen::wgmma_sm90a_fwd_smem_bytes.
+    // extra barriers). Mirrored by wgmma_sm90a::fwd_smem_bytes.
     kQStages =
         2 * kQBytes + 2 * kStages * kKVBytes + (4 + 4 * kStages) * 8 + 1024 <= 227 * 1024 ? 2 : 1,
     kKOffset = kQStages * kQBytes,

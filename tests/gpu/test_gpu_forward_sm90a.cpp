@@ -167,10 +167,11 @@ TEST_CASE("gpu sm90a fwd: the split last round matches the reference and repeats
 }
 
 TEST_CASE("gpu sm90a fwd: causal tiles in the host's planned order match the reference", "[gpu]") {
-  // Causal problems whose tiles the host deals to the CTAs from a plan (dispatcher/plan.cpp,
-  // fwd_tile_order) instead of the kernel's static order. The plan exists only where it beats the
-  // static order by 1 % in the host's model, which depends on the SM count: each case takes the
-  // first shape of its list that plans on this GPU and asserts there is one.
+  // Causal problems whose tiles the host deals to the CTAs from a plan
+  // (kernels/wgmma_sm90a/fwd_schedule.cpp, fwd_tile_order) instead of the kernel's static order.
+  // The plan exists only where it beats the static order by 1 % in the host's model, which depends
+  // on the SM count: each case takes the first shape of its list that plans on this GPU and asserts
+  // there is one.
   const int sms = gpu_multiprocessor_count();
   std::uint32_t seed = 45000;
   for (int hdim : kernels::wgmma_sm90a::served_hdims(Family::fwd)) {

@@ -21,7 +21,7 @@ using namespace fmha_jit;
 TEST_CASE("gpu sm90a: the TMA + wgmma probe GEMM matches a CPU GEMM", "[gpu]") {
   device::DeviceApi& dev = device::require_device("the sm90a probe");
   const auto compiled = test::compile_sm90_probe("sm_90a");
-  // For a look at its SASS (tools/device/sm90_probe_call.sh: cuobjdump, HGMMA count).
+  // Where FMHA_JIT_SM90_PROBE_CUBIN names a file, the cubin is written there for cuobjdump.
   if (const char* path = std::getenv("FMHA_JIT_SM90_PROBE_CUBIN")) {
     std::ofstream(path, std::ios::binary)
         .write(reinterpret_cast<const char*>(compiled.binary.data()),

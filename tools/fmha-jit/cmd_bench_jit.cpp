@@ -38,7 +38,7 @@ constexpr const char* kBuiltinSet = R"([
 struct BenchOptions {
   std::string config_file;
   // Cold compiles per kernel. One compile on a shared 2-core runner can read 30-50 % off its
-  // median (session 34: one kernel took 2.29 to 3.49 s over three runs), so a figure held against
+  // median (one kernel measured 2.29 to 3.49 s over three runs), so a figure held against
   // a target is a median over rounds.
   int cold_rounds = 1;
   int repeat = 20;
