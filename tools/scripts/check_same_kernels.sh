@@ -10,7 +10,7 @@
 # Run from anywhere inside the repository; relative paths in the options are taken from where it
 # is called. No GPU is needed: NVRTC compiles for the sweep's "arch" on any machine that has it.
 #
-#   tools/check_same_kernels.sh [options]
+#   tools/scripts/check_same_kernels.sh [options]
 #     --base REF            base git ref to build (default: `git merge-base HEAD main`)
 #     --base-listing FILE   compare against a listing saved by --save-base / --save-current
 #                           instead of building a base (the base's NVRTC must be this machine's)
@@ -84,7 +84,7 @@ sweep=${sweep_path#"$repo"/}
 if [[ -n $base_listing ]]; then
   [[ -f $base_listing ]] || die "base listing not found: $base_listing"
   # Checked before the build and the prebuild of the current tree, not minutes later.
-  head -n 1 "$base_listing" | grep -q '^# fmha-jit kernel listing (tools/check_same_kernels.sh)' ||
+  head -n 1 "$base_listing" | grep -q '^# fmha-jit kernel listing (tools/scripts/check_same_kernels.sh)' ||
     die "$base_listing is not a listing written by this script (--save-base / --save-current)"
 fi
 
@@ -158,7 +158,7 @@ prebuild() {
 read -r -d '' listing_py <<'PY' || true
 import hashlib, json, os, subprocess, sys
 
-HEADER = "# fmha-jit kernel listing (tools/check_same_kernels.sh): kernel-name key binary sha256"
+HEADER = "# fmha-jit kernel listing (tools/scripts/check_same_kernels.sh): kernel-name key binary sha256"
 
 
 def fail(message):
@@ -210,7 +210,7 @@ def read_listing(path):
     with open(path) as f:
         lines = f.read().splitlines()
     if not lines or lines[0] != HEADER:
-        fail(f"{path}: not a listing of tools/check_same_kernels.sh")
+        fail(f"{path}: not a listing of tools/scripts/check_same_kernels.sh")
     for n, line in enumerate(lines[1:], 2):
         if line.startswith("# "):
             field, _, value = line[2:].partition(": ")

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The checks of a staged build (tools/gpu/stage.sh) on a GPU machine, from the repository root:
+# The checks of a staged build (tools/scripts/stage.sh) on a GPU machine, from the repository root:
 # the GPU, the gpu suites' kernels compiled on every core first (the suites compile one at a time),
 # examples 01 and 37, both gpu suites and the rtc suite, each under a kill timeout so that a hung
 # kernel cannot take the whole run, then bench-jit. One log per step in $OUT (default /tmp), a

@@ -23,11 +23,11 @@ The problems come from --sweep FILE.json, in the format of `fmha-jit bench --swe
 or a list of objects whose list values expand to their product; batch = tokens / seqlen,
 nhead_q = model_dim / hdim), or from the flags, which make one such object:
 
-  python3 tools/gpu/torch_sdpa.py --hdim 64 128 --seqlen 2048 8192 --family fwdbwd --json t.json
-  python3 tools/gpu/torch_sdpa.py --sweep grid.json --json torch.json
+  python3 tools/scripts/torch_sdpa.py --hdim 64 128 --seqlen 2048 8192 --family fwdbwd --json t.json
+  python3 tools/scripts/torch_sdpa.py --sweep grid.json --json torch.json
 
 With --reps 1 --warmup 1 each kernel runs twice, a target for Nsight Compute (`ncu -k regex:NAME
---launch-skip 1 -c 1 python3 tools/gpu/torch_sdpa.py ...`).
+--launch-skip 1 -c 1 python3 tools/scripts/torch_sdpa.py ...`).
 """
 import argparse
 import contextlib

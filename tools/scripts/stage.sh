@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Stages what a GPU machine needs into .carry/ (git-ignored), to be copied there beside the
 # working tree: the release build's executables and test suites, and the two shared libraries
-# they need that a GPU image may lack (spdlog, fmt). The other tools/gpu scripts run there, from
+# they need that a GPU image may lack (spdlog, fmt). The other tools/scripts scripts run there, from
 # the repository root.
-#   tools/gpu/stage.sh [BUILD_DIR]   (default build-release, configured by `cmake --preset release`)
+#   tools/scripts/stage.sh [BUILD_DIR]   (default build-release, configured by `cmake --preset release`)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 build=${1:-build-release}

@@ -10,7 +10,7 @@ process (torch_sdpa.py's timing), --rounds times per row; the table gives each s
 the ratio of their medians.
 
 Rows: family,hdim,seqlen,batch,hq,hk,mask (family fwd or bwd, mask none or causal), e.g.
-  python3 tools/gpu/interleave_vs_cudnn.py --fmha-jit .carry/bin/fmha-jit \\
+  python3 tools/scripts/interleave_vs_cudnn.py --fmha-jit .carry/bin/fmha-jit \\
       --row bwd,128,2048,8,16,16,none --row bwd,128,16384,1,32,8,causal --rounds 3
 """
 import argparse

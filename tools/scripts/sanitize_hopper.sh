@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # compute-sanitizer (memcheck, synccheck, racecheck) over the Hopper kernels through the CLI, on a
-# GPU machine from the repository root with .carry/ staged (tools/gpu/stage.sh): forward and
+# GPU machine from the repository root with .carry/ staged (tools/scripts/stage.sh): forward and
 # backward in both dQ modes, masked and unmasked, odd lengths, hdim 64 / 128 / 256, kernels
 # compiled with line tables so that reports name source lines. Then the handoff probe under
 # racecheck, with mbarriers and with __syncthreads. Prints one line per run; full reports in

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Nsight Compute on one attention row: fmha-jit's main kernel next to a torch SDPA backend's, the
 # same sections for both, one steady-state launch of each (the second; the first warms up). On a
-# GPU machine from the repository root with .carry/ staged (tools/gpu/stage.sh); our kernels are
+# GPU machine from the repository root with .carry/ staged (tools/scripts/stage.sh); our kernels are
 # compiled with line tables (FMHA_JIT_LINEINFO=1) so that the source page names CUDA lines.
-#   tools/gpu/ncu_row.sh FAMILY DTYPE HDIM SEQLEN BATCH HQ HK MASK [BACKEND]
-#   e.g. tools/gpu/ncu_row.sh bwd bf16 128 8192 2 16 16 none cudnn
+#   tools/scripts/ncu_row.sh FAMILY DTYPE HDIM SEQLEN BATCH HQ HK MASK [BACKEND]
+#   e.g. tools/scripts/ncu_row.sh bwd bf16 128 8192 2 16 16 none cudnn
 # FAMILY fwd | bwd; MASK none | causal; BACKEND cudnn (default) | flash. DET=1: the deterministic
 # backward (ours, and flash's under torch.use_deterministic_algorithms). SECTIONS: ncu's section
 # flags (default below). Reports: $OUT/ncu_ours.txt and $OUT/ncu_torch.txt (default /tmp).
@@ -34,7 +34,7 @@ bench=(.carry/bin/fmha-jit bench --family "$fam" --dtype "$dtype" --hdim-q "$hd"
        --batch "$batch" --nhead-q "$hq" --nhead-k "$hk" --mask "$mask" "${det_ours[@]}")
 causal=no
 [ "$mask" = causal ] && causal=yes
-torch=(python3 tools/gpu/torch_sdpa.py --family "$fam" --dtype "$dtype" --hdim "$hd" --seqlen "$s"
+torch=(python3 tools/scripts/torch_sdpa.py --family "$fam" --dtype "$dtype" --hdim "$hd" --seqlen "$s"
        --tokens $((batch * s)) --heads "$hq:$hk" --causal "$causal" --backend "$backend"
        "${det_torch[@]}" --reps 1 --warmup 1 --json /dev/null)
 "${bench[@]}" --repeat 1 --warmup 0 > /dev/null 2>&1  # compiled outside the profiler
