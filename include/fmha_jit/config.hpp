@@ -29,8 +29,8 @@ inline constexpr bool is_causal(MaskKind m) {
 // the fastest implementation available for the arch; the resolved value enters the key.
 //   reference: portable CUDA/HIP kernel, one block per row (GPU-side reference, AMD pipeline check)
 //   mma_sm80:  FlashAttention-2-style tensor-core kernel (mma.sync m16n8k16, cp.async, ldmatrix)
-//   wgmma_sm90a: Hopper kernels (TMA, wgmma, warp specialisation; forward hdim 64 / 128 / 256,
-//              backward hdim 64 / 128; hdim_q = hdim_v).
+//   wgmma_sm90a: Hopper kernels (TMA, wgmma, warp specialisation; the head dims of
+//              kernels/wgmma_sm90a/tiles.cpp, served_hdims, with hdim_q = hdim_v).
 //              Its binaries are sm_90a: a config for sm_90 that resolves to it is compiled for
 //              sm_90a (the same GPUs; the arch-specific ISA adds wgmma and setmaxnreg)
 enum class KernelImpl : std::uint8_t { automatic, reference, mma_sm80, wgmma_sm90a };
