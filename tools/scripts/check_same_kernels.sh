@@ -15,7 +15,7 @@
 #     --base-listing FILE   compare against a listing saved by --save-base / --save-current
 #                           instead of building a base (the base's NVRTC must be this machine's)
 #     --sweep FILE          sweep / config file to prebuild (default: configs/gpu-tests.json,
-#                           every variant the gpu test suite sets up); the base is prebuilt from
+#                           every variant the gpu suites set up, Hopper and AMD included); the base is prebuilt from
 #                           this same file, so both sides are asked for the same configs
 #     --build-dir DIR       build folder of the current tree; only the fmha-jit target is built
 #                           in it (default: build-release, configured as Release if absent)
