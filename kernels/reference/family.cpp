@@ -1,6 +1,5 @@
 #include "kernels/reference/family.hpp"
 
-#include "fmha_jit/error.hpp"
 #include "kernels/common/tile_checks.hpp"
 #include "kernels/common/tiled_layout.hpp"
 
