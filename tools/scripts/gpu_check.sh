@@ -12,6 +12,9 @@
 set -uo pipefail
 export LD_LIBRARY_PATH="$PWD/.carry/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
 export FMHA_JIT_CACHE_DIR="${FMHA_JIT_CACHE_DIR:-/tmp/fmha-jit-cache}"
+# The gpu runner test compares against the CLI in another process: the staged one, not the path
+# of the build it was compiled in.
+export FMHA_JIT_CLI="$PWD/.carry/bin/fmha-jit"
 out=${OUT:-/tmp}
 bin=.carry/bin
 limit=${SUITE_LIMIT:-600}
