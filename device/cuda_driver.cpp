@@ -36,6 +36,7 @@ namespace {
   X(cuMemcpyDtoH, "cuMemcpyDtoH_v2")                      \
   X(cuMemsetD8Async, "cuMemsetD8Async")                   \
   X(cuStreamSynchronize, "cuStreamSynchronize")           \
+  X(cuStreamIsCapturing, "cuStreamIsCapturing")           \
   X(cuStreamCreate, "cuStreamCreate")                     \
   X(cuStreamDestroy, "cuStreamDestroy_v2")                \
   X(cuEventCreate, "cuEventCreate")                       \
@@ -160,6 +161,12 @@ class CudaDriver final : public DeviceApi {
   void synchronize(void* stream) override {
     bind_context();
     check(cuStreamSynchronize(static_cast<CUstream>(stream)), "cuStreamSynchronize");
+  }
+  bool capturing(void* stream) override {
+    bind_context();
+    CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
+    check(cuStreamIsCapturing(static_cast<CUstream>(stream), &status), "cuStreamIsCapturing");
+    return status != CU_STREAM_CAPTURE_STATUS_NONE;
   }
 
   void* create_stream() override {

@@ -57,6 +57,9 @@ class DeviceApi {
   virtual void copy_to_host(void* dst, const void* src, std::size_t bytes) = 0;
   virtual void fill_bytes(void* dst, std::uint8_t value, std::size_t bytes, void* stream) = 0;
   virtual void synchronize(void* stream) = 0;
+  // True while `stream` is being captured into a graph (CUDA graphs, hipGraph): a call then must
+  // not allocate, copy synchronously or synchronise, which would end the capture with an error.
+  virtual bool capturing(void* stream) = 0;
   // A stream of the current context that does not synchronise with the default stream.
   virtual void* create_stream() = 0;
   virtual void destroy_stream(void* stream) noexcept = 0;

@@ -28,6 +28,7 @@ namespace {
   X(hipMemcpyDtoH, "hipMemcpyDtoH")                       \
   X(hipMemsetD8Async, "hipMemsetD8Async")                 \
   X(hipStreamSynchronize, "hipStreamSynchronize")         \
+  X(hipStreamIsCapturing, "hipStreamIsCapturing")         \
   X(hipStreamCreateWithFlags, "hipStreamCreateWithFlags") \
   X(hipStreamDestroy, "hipStreamDestroy")                 \
   X(hipEventCreate, "hipEventCreate")                     \
@@ -135,6 +136,11 @@ class HipRuntime final : public DeviceApi {
   }
   void synchronize(void* stream) override {
     check(hipStreamSynchronize(static_cast<hipStream_t>(stream)), "hipStreamSynchronize");
+  }
+  bool capturing(void* stream) override {
+    hipStreamCaptureStatus status = hipStreamCaptureStatusNone;
+    check(hipStreamIsCapturing(static_cast<hipStream_t>(stream), &status), "hipStreamIsCapturing");
+    return status != hipStreamCaptureStatusNone;
   }
 
   void* create_stream() override {

@@ -86,7 +86,21 @@ class KernelRunner final : public FmhaRunner {
     FmhaFwdParams params = make_fwd_params(config(), problem, tensors);
     device::DeviceApi& api = device::require_device("run_fwd");
     CallLaunch launch(*this, api, problem, stream, hook);
+    if (tensors.workspace) {
+      check_workspace(tensors.workspace, tensors.workspace_bytes,
+                      fwd_workspace_bytes_on(problem, launch.multiprocessors()),
+                      "fwd_workspace_bytes");
+      launch.use_workspace(tensors.workspace, tensors.workspace_bytes);
+    }
     launcher_->run_fwd(launch, problem, params);
+  }
+
+  std::size_t fwd_workspace_bytes(const FmhaProblem& problem) override {
+    require_family(Family::fwd, "fwd_workspace_bytes");
+    FmhaRunner& r = runner_for(problem);
+    if (&r != this) return r.fwd_workspace_bytes(problem);
+    device::DeviceApi& api = device::require_device("fwd_workspace_bytes");
+    return fwd_workspace_bytes_on(problem, api.multiprocessor_count());
   }
 
   void run_bwd(const FmhaProblem& problem, const BwdTensors& tensors, void* stream,
@@ -96,16 +110,7 @@ class KernelRunner final : public FmhaRunner {
     const std::size_t need = bwd_workspace_bytes(problem);
     void* workspace = tensors.workspace;
     if (workspace) {
-      if (tensors.workspace_bytes < need) {
-        throw FieldError(ErrorCode::invalid_argument, "workspace_bytes",
-                         std::to_string(tensors.workspace_bytes),
-                         ">= " + std::to_string(need) + " (bwd_workspace_bytes of this problem)");
-      }
-      if (reinterpret_cast<std::uintptr_t>(workspace) % 256 != 0) {
-        throw FieldError(ErrorCode::invalid_argument, "workspace",
-                         std::to_string(reinterpret_cast<std::uintptr_t>(workspace)),
-                         "a pointer aligned to 256 bytes");
-      }
+      check_workspace(workspace, tensors.workspace_bytes, need, "bwd_workspace_bytes");
     }
     FmhaBwdParams params = make_bwd_params(config(), problem, tensors, workspace);
     device::DeviceApi& api = device::require_device("run_bwd");
@@ -122,6 +127,24 @@ class KernelRunner final : public FmhaRunner {
 
   std::size_t bwd_workspace_bytes(const FmhaProblem& problem) const override {
     return family_.bwd_workspace_layout(config(), problem).total;
+  }
+
+  // A caller's workspace of `bytes` for a call that needs `need`.
+  static void check_workspace(const void* workspace, std::size_t bytes, std::size_t need,
+                              const char* sized_by) {
+    if (bytes < need) {
+      throw FieldError(ErrorCode::invalid_argument, "workspace_bytes", std::to_string(bytes),
+                       ">= " + std::to_string(need) + " (" + sized_by + " of this problem)");
+    }
+    if (reinterpret_cast<std::uintptr_t>(workspace) % 256 != 0) {
+      throw FieldError(ErrorCode::invalid_argument, "workspace",
+                       std::to_string(reinterpret_cast<std::uintptr_t>(workspace)),
+                       "a pointer aligned to 256 bytes");
+    }
+  }
+
+  std::size_t fwd_workspace_bytes_on(const FmhaProblem& problem, int multiprocessors) const {
+    return family_.fwd_workspace_bytes(config(), problem, multiprocessors);
   }
 
   // Loads the module in the calling thread's current context (no-op where it is loaded).
@@ -158,13 +181,27 @@ class KernelRunner final : public FmhaRunner {
     device::DeviceApi& api() override { return api_; }
     void* context() const override { return context_; }
     int multiprocessors() const override { return multiprocessors_; }
+    // The caller's workspace, zero-filled, serves every scratch() of the call.
+    void use_workspace(void* workspace, std::size_t bytes) {
+      workspace_ = workspace;
+      workspace_bytes_ = bytes;
+    }
     void* scratch(std::string_view name, std::size_t bytes, bool zeroed) override {
+      if (workspace_) {
+        if (bytes > workspace_bytes_) {
+          throw FieldError(ErrorCode::invalid_argument, "workspace_bytes",
+                           std::to_string(workspace_bytes_),
+                           ">= " + std::to_string(bytes) + " (" + std::string(name) + ")");
+        }
+        return workspace_;
+      }
       if (!scratch_) {
         scratch_ = &runner_.stream_scratch(context_, stream_);
         lock_ = std::unique_lock(scratch_->launch_mutex);
       }
       return grow(scratch_->buffers[std::string(name)], bytes, stream_, zeroed);
     }
+    bool capturing() override { return api_.capturing(stream_); }
     void launch_stages(void* params) override {
       const auto stages = runner_.family_.plan_stages(runner_.config(), problem_, multiprocessors_);
       void* args[] = {params};
@@ -187,6 +224,8 @@ class KernelRunner final : public FmhaRunner {
     int multiprocessors_;
     StreamScratch* scratch_ = nullptr;
     std::unique_lock<std::mutex> lock_;
+    void* workspace_ = nullptr;
+    std::size_t workspace_bytes_ = 0;
   };
 
   std::shared_ptr<const LoadedModule> module_in(device::DeviceApi& api, void* context) {

@@ -72,7 +72,12 @@ class LaunchContext {
   // zero-filled when first made if `zeroed`. The first call takes the stream's launch lock, held
   // until the call's last launch is enqueued, so no other call on the stream uses the buffer
   // meanwhile.
+  // A caller's workspace (FwdTensors / BwdTensors) takes the scratch's place when given: it is
+  // zero-filled when `zeroed`, so a family's kernels must leave it zero-filled again.
   virtual void* scratch(std::string_view name, std::size_t bytes, bool zeroed) = 0;
+  // True while the call's stream is being captured into a graph: the launcher must then neither
+  // allocate nor copy synchronously (a plan first needed inside a capture is left out).
+  virtual bool capturing() = 0;
   // Launches the family's planned stages (KernelFamily::plan_stages) with `params` as their one
   // argument.
   virtual void launch_stages(void* params) = 0;
@@ -133,6 +138,11 @@ class KernelFamily {
   virtual std::size_t alignment_bytes() const = 0;
   virtual BwdWorkspaceLayout bwd_workspace_layout(const FmhaKernelConfig& canonical,
                                                   const FmhaProblem& problem) const = 0;
+  // Bytes of zero-filled scratch a forward of `problem` needs on `multiprocessors` SMs (0: none).
+  virtual std::size_t fwd_workspace_bytes(const FmhaKernelConfig& canonical,
+                                          const FmhaProblem& problem, int multiprocessors) const {
+    return (void)canonical, (void)problem, (void)multiprocessors, 0;
+  }
   virtual std::unique_ptr<FamilyLauncher> make_launcher(const FmhaKernelConfig& canonical) const;
 };
 

@@ -46,6 +46,12 @@ struct FwdTensors {
   const void* v = nullptr;
   void* o = nullptr;
   float* lse = nullptr;
+  // Scratch of at least FmhaRunner::fwd_workspace_bytes(problem) bytes, 256-byte aligned and
+  // zero-filled (the kernels leave it zero-filled again); null = the runner keeps one per GPU
+  // context and stream. Callers that capture CUDA graphs pass their own (the runner's is
+  // allocated on first use).
+  void* workspace = nullptr;
+  std::size_t workspace_bytes = 0;
 };
 
 // Device pointers of a backward call. o and lse are the forward's outputs.
@@ -98,6 +104,10 @@ class FmhaRunner {
                        void* stream = nullptr, const StageHook* stage_hook = nullptr) = 0;
   // Bytes of workspace a backward of this problem needs (0 for fwd kernels).
   virtual std::size_t bwd_workspace_bytes(const FmhaProblem& problem) const = 0;
+  // Bytes of zero-filled workspace a forward of this problem needs on the calling thread's
+  // current GPU (0 for most: the Hopper forward's split tail uses it). Obtains the tile variant
+  // as runner_for() does. Throws FieldError for a bwd runner or a problem it cannot run.
+  virtual std::size_t fwd_workspace_bytes(const FmhaProblem& problem) = 0;
 };
 
 // The backward's scratch memory for one problem, per buffer (bytes, each rounded up to 256):

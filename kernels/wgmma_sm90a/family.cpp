@@ -7,6 +7,7 @@
 #include "kernels/common/tiled_layout.hpp"
 #include "kernels/mma_sm80/family.hpp"
 #include "kernels/wgmma_sm90a/bwd_schedule.hpp"
+#include "kernels/wgmma_sm90a/fwd_schedule.hpp"
 #include "kernels/wgmma_sm90a/tiles.hpp"
 
 namespace fmha_jit::kernels::wgmma_sm90a {
@@ -183,6 +184,14 @@ class WgmmaSm90aFamily final : public KernelFamily {
 
   // TMA needs 16-byte aligned bases and strides.
   std::size_t alignment_bytes() const override { return 16; }
+
+  // The forward's split tail: its tiles' partial sums and arrival counters.
+  std::size_t fwd_workspace_bytes(const FmhaKernelConfig& c, const FmhaProblem& p,
+                                  int multiprocessors) const override {
+    if (c.family != Family::fwd) return 0;
+    const FwdSplitTail split = fwd_split_tail(c, p, multiprocessors);
+    return split.tiles > 0 ? split.workspace_bytes : 0;
+  }
 
   BwdWorkspaceLayout bwd_workspace_layout(const FmhaKernelConfig& c,
                                           const FmhaProblem& p) const override {

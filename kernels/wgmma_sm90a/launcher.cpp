@@ -37,7 +37,7 @@ class WgmmaSm90aLauncher final : public FamilyLauncher {
                         ? launch.scratch("fwd_split_tail", split.workspace_bytes, /*zeroed=*/true)
                         : nullptr;
     FmhaFwdSm90Params hopper = make_fwd_params(config_, params, launch.api(), split, scratch);
-    const TileOrder order = tile_order(launch.context(), problem, sms);
+    const TileOrder order = tile_order(launch, problem, sms);
     hopper.tile_order = order.table;
     hopper.tile_order_rounds = order.rounds;
     if (order.section_heads > 0) hopper.causal_section_heads = order.section_heads;
@@ -79,20 +79,24 @@ class WgmmaSm90aLauncher final : public FamilyLauncher {
     int section_heads = 0;
   };
 
-  // The plan of this problem's causal forward on `multiprocessors` SMs, uploaded to `context`
-  // on first use. Which CTA runs a tile changes no arithmetic, so past the cap a new shape runs
-  // in the static order with the same results.
-  TileOrder tile_order(void* context, const FmhaProblem& problem, int multiprocessors) {
+  // The plan of this problem's causal forward on `multiprocessors` SMs, uploaded to the call's
+  // context on first use. Which CTA runs a tile changes no arithmetic, so a shape that gets no
+  // plan runs in the static order with the same results.
+  TileOrder tile_order(LaunchContext& launch, const FmhaProblem& problem, int multiprocessors) {
     if (!is_causal(config_.mask)) return {};
     const PlanShape shape = plan_shape(problem, multiprocessors);
     std::lock_guard lock(mutex_);
-    auto& orders = tile_orders_[context];
+    auto& orders = tile_orders_[launch.context()];
     auto it = orders.find(shape);
     if (it == orders.end()) {
       // Past the cap a new shape runs in the static order in L2 sections, without the plan's
       // balance (1-4 % slower than a plan on causal rows; docs/METHOD.md, "Hopper forward launch
-      // order"), instead of holding one more plan for the runner's life.
-      if (orders.size() >= kMaxTileOrders) return {nullptr, 0, fwd_l2_section_heads(problem)};
+      // order"), instead of holding one more plan for the runner's life. So does a shape first
+      // seen inside a graph capture, where uploading the plan would end the capture; the graph
+      // keeps that order, a later eager call of the shape makes the plan.
+      if (orders.size() >= kMaxTileOrders || launch.capturing()) {
+        return {nullptr, 0, fwd_l2_section_heads(problem)};
+      }
       const FwdTileOrder plan = fwd_tile_order(config_, problem, multiprocessors);
       auto planned = std::make_unique<PlannedOrder>();
       if (!plan.order.empty()) {

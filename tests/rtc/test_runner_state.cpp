@@ -5,9 +5,11 @@
 // alone, whatever shapes the process ran before. The kernels are compiled for real (NVRTC).
 #include <catch2/catch.hpp>
 
+#include <cstdint>
 #include <cstring>
 #include <map>
 #include <thread>
+#include <vector>
 
 #include "common/fmha_params.h"
 #include "device/device_api.hpp"
@@ -39,6 +41,13 @@ std::shared_ptr<FmhaRunner> setup_in(const FmhaKernelConfig& config, const test:
   INFO(r.error);
   REQUIRE(r.success);
   return r.runner;
+}
+
+FmhaFwdSm90Params fwd_params_of(const FakeDevice::Launch& launch) {
+  REQUIRE(launch.params.size() == sizeof(FmhaFwdSm90Params));
+  FmhaFwdSm90Params p;
+  std::memcpy(static_cast<void*>(&p), launch.params.data(), sizeof p);
+  return p;
 }
 
 FmhaBwdParams bwd_params_of(const FakeDevice::Launch& launch) {
@@ -168,4 +177,58 @@ TEST_CASE("runner: the deterministic backward's plan does not depend on the shap
   CHECK(got.det_asc_walk_up == want.det_asc_walk_up);
   CHECK(got.det_asc_walk_from == want.det_asc_walk_from);
   CHECK(got.det_up_cells == want.det_up_cells);
+}
+
+TEST_CASE(
+    "runner: a forward runs in the caller's workspace, and a plan first needed inside a "
+    "graph capture is left out",
+    "[rtc]") {
+  FakeDevice fake({FakeDevice::Gpu{}});
+  fake.record_param_bytes(sizeof(FmhaFwdSm90Params));
+  test::ScopedDeviceOverride scope(fake);
+  test::TempDir root;
+  // 64 query tiles x 32 heads = 2048 tiles: the last round on 132 SMs is split by keys, in a
+  // zero-filled workspace.
+  const FmhaProblem p = test::sized_problem(1, 32, 32, 8192, 8192, 128);
+  auto runner = setup_in(hopper_config(Family::fwd, MaskKind::none, false), root);
+  const std::size_t need = runner->fwd_workspace_bytes(p);
+  REQUIRE(need > 0);
+  const std::size_t allocated = fake.allocations();
+  std::vector<std::uint8_t> memory(need + 512);
+  auto* workspace = reinterpret_cast<std::uint8_t*>(
+      (reinterpret_cast<std::uintptr_t>(memory.data()) + 255) / 256 * 256);
+  FwdTensors t = test::placeholder_fwd_tensors();
+  t.workspace = workspace;
+  t.workspace_bytes = need;
+  runner->run_fwd(p, t);
+  CHECK(fake.allocations() == allocated);  // nothing of the runner's own
+  const FmhaFwdSm90Params used = fwd_params_of(fake.launches().back());
+  REQUIRE(used.split_tiles > 0);
+  const auto in_workspace = [&](const void* ptr) {
+    const auto* b = static_cast<const std::uint8_t*>(ptr);
+    return b >= workspace && b < workspace + need;
+  };
+  CHECK(in_workspace(used.split_counters));
+  CHECK(in_workspace(used.split_partials));
+
+  t.workspace_bytes = need - 1;
+  CHECK_THROWS_WITH(runner->run_fwd(p, t),
+                    Catch::Contains("workspace_bytes") && Catch::Contains(std::to_string(need)));
+  t.workspace = workspace + 16;
+  t.workspace_bytes = need;
+  CHECK_THROWS_WITH(runner->run_fwd(p, t), Catch::Contains("aligned to 256 bytes"));
+  runner->run_fwd(p, test::placeholder_fwd_tensors());  // without one: the runner's scratch
+  CHECK(fake.allocations() == allocated + 1);
+
+  // The causal forward uploads its tile plan on a shape's first call, unless the stream is being
+  // captured: then it runs in the static order and allocates nothing.
+  auto causal = setup_in(hopper_config(Family::fwd, MaskKind::causal_bottom_right, false), root);
+  fake.set_capturing(true);
+  causal->run_fwd(p, test::placeholder_fwd_tensors());
+  CHECK(fwd_params_of(fake.launches().back()).tile_order == nullptr);
+  CHECK(fake.allocations() == allocated + 1);
+  fake.set_capturing(false);
+  causal->run_fwd(p, test::placeholder_fwd_tensors());
+  CHECK(fwd_params_of(fake.launches().back()).tile_order != nullptr);
+  CHECK(fake.allocations() == allocated + 2);
 }

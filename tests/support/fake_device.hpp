@@ -4,6 +4,7 @@
 // is recorded, memory is host memory, and the calling thread's current GPU is chosen by the test.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <mutex>
@@ -73,6 +74,9 @@ class FakeDevice final : public device::DeviceApi {
   void copy_to_host(void* dst, const void* src, std::size_t bytes) override;
   void fill_bytes(void* dst, std::uint8_t value, std::size_t bytes, void* stream) override;
   void synchronize(void*) override {}
+  bool capturing(void*) override { return capturing_; }
+  // Every stream reports a graph capture in progress while set.
+  void set_capturing(bool capturing) { capturing_ = capturing; }
   void* create_stream() override;
   void destroy_stream(void*) noexcept override {}
 
@@ -98,6 +102,7 @@ class FakeDevice final : public device::DeviceApi {
   std::vector<std::pair<void*, int>> module_gpu_;
   std::vector<std::pair<void*, void*>> function_module_;
   std::size_t allocations_ = 0, live_ = 0;
+  std::atomic<bool> capturing_{false};
 };
 
 // Routes the process's device layer to `fake` for the scope's life. Runners made meanwhile hold
