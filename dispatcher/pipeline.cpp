@@ -3,6 +3,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <chrono>
 #include <map>
 #include <mutex>
 
@@ -11,6 +12,7 @@
 #include "cache/file_io.hpp"
 #include "cache/hashing.hpp"
 #include "cache/memory_cache.hpp"
+#include "codegen/kernel_name.hpp"
 #include "codegen/rtc/compiler.hpp"
 #include "codegen/templates.hpp"
 #include "fmha_jit/error.hpp"
@@ -67,21 +69,31 @@ std::shared_ptr<const CompileObserver> current_observer() {
   return compile_observer;
 }
 
-// Tells the observer (if any) that a compile of `key` begins, and that it ended on destruction.
+// Tells the observer (if any) that a compile of `key` begins, and that it ended on destruction
+// (failed unless succeeded() was called).
 class ObservedCompile {
  public:
-  explicit ObservedCompile(const std::string& key) : key_(key), observer_(current_observer()) {
-    if (observer_) (*observer_)(key_, false);
+  ObservedCompile(const std::string& key, const FmhaKernelConfig& canonical)
+      : key_(key), observer_(current_observer()), start_(std::chrono::steady_clock::now()) {
+    if (!observer_) return;
+    kernel_ = codegen::kernel_base_name(canonical);
+    (*observer_)(CompileEvent{key_, kernel_});
   }
   ~ObservedCompile() {
-    if (observer_) (*observer_)(key_, true);
+    if (!observer_) return;
+    const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start_;
+    (*observer_)(CompileEvent{key_, kernel_, true, !succeeded_, took.count()});
   }
   ObservedCompile(const ObservedCompile&) = delete;
   ObservedCompile& operator=(const ObservedCompile&) = delete;
+  void succeeded() { succeeded_ = true; }
 
  private:
   const std::string& key_;
   std::shared_ptr<const CompileObserver> observer_;
+  std::chrono::steady_clock::time_point start_;
+  std::string kernel_;
+  bool succeeded_ = false;
 };
 
 cache::EntryFiles compile_entry(const KeyedConfig& k, const fs::path& root) {
@@ -95,8 +107,9 @@ cache::EntryFiles compile_entry(const KeyedConfig& k, const fs::path& root) {
   request.options = k.inputs.options;
   codegen::rtc::CompileOutput out;
   try {
-    ObservedCompile observed(k.key);
+    ObservedCompile observed(k.key, k.resolved.canonical);
     out = compiler.compile(request);
+    observed.succeeded();
   } catch (const CompileError& e) {
     const std::string path = save_failed_compile(root, k, e);
     throw CompileError(std::string(e.what()) + "; source: " + path, e.log(), e.options(), path);

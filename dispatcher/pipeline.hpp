@@ -53,11 +53,19 @@ inline Obtained obtain_kernel(const FmhaKernelConfig& config,
 // Empties the in-process cache of compiled modules.
 void clear_compiled_kernels();
 
-// Observes the RTC compiles of this process: called on the compiling thread with finished = false
-// just before a key is compiled and with finished = true right after (also when the compile
-// failed). The stress tests count compiles per key and measure their overlap with it; an empty
-// function (the default) removes the observer. It must not call back into the pipeline.
-using CompileObserver = std::function<void(const std::string& key, bool finished)>;
+// One RTC compile, as the observer sees it.
+struct CompileEvent {
+  const std::string& key;
+  const std::string& kernel;  // codegen::kernel_base_name of the canonical config
+  bool finished = false;      // false: about to compile; true: done, or failed
+  bool failed = false;
+  double seconds = 0;  // when finished: the compile's wall time
+};
+// Observes the RTC compiles of this process: called on the compiling thread just before a key is
+// compiled and right after (also when the compile failed). The stress tests count compiles per
+// key and measure their overlap with it, the Python package logs them; an empty function (the
+// default) removes the observer. It must not call back into the pipeline.
+using CompileObserver = std::function<void(const CompileEvent& event)>;
 void set_compile_observer(CompileObserver observer);
 
 }  // namespace fmha_jit::dispatch

@@ -180,7 +180,9 @@ int main(int argc, char** argv) {
   std::mutex mutex;
   std::vector<CompileSpan> spans;
   thread_local bool storing = false;  // between this thread's compile and its setup returning
-  dispatch::set_compile_observer([&](const std::string& key, bool finished) {
+  dispatch::set_compile_observer([&](const dispatch::CompileEvent& event) {
+    const std::string& key = event.key;
+    const bool finished = event.finished;
     const std::int64_t t = now_ns();
     if (shared) {
       std::atomic_ref<int>(shared->compiling).fetch_add(finished ? -1 : 1);

@@ -264,9 +264,10 @@ TEST_CASE("stress: threads of one process compile each key once and different ke
   bool paired = false;
   std::map<std::string, int> compiles;
   std::map<std::string, Clock::time_point> compile_end;
-  dispatch::set_compile_observer([&](const std::string& key, bool finished) {
+  dispatch::set_compile_observer([&](const dispatch::CompileEvent& event) {
+    const std::string& key = event.key;
     std::unique_lock lock(m);
-    if (finished) {
+    if (event.finished) {
       --in_flight;
       compile_end[key] = Clock::now();
       return;
