@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <functional>
 #include <memory>
@@ -63,6 +64,7 @@ struct Row {
   // Every timed launch in launch order (time_launches), for the JSON: a spread that follows the
   // rotated input set, or drifts over the launches, shows there and not in the median.
   std::vector<double> launch_ms;
+  Stats host_us;  // host time of one run_* call
   // Median milliseconds of each kernel stage (run_*'s StageHook), in launch order.
   std::vector<std::pair<std::string, double>> stage_ms;
   double flops = 0;
@@ -209,24 +211,35 @@ Buffers allocate(const Point& pt, std::size_t workspace_bytes) {
   return b;
 }
 
+struct LaunchTimes {
+  std::vector<double> ms;       // on the GPU, between each launch's events
+  std::vector<double> host_us;  // on the host, from the call of run_* to its return
+};
+
 // Warm-up launches, then `repeat` launches each between its own pair of events, all queued before
-// the first is read so that the GPU never waits for the host between launches. Returns each
-// timed launch's milliseconds in launch order; launch i reads input set (warmup + i) % sets.
-std::vector<double> time_launches(const std::function<void(std::size_t)>& launch,
-                                  const BenchOptions& o, std::size_t sets) {
+// the first is read so that the GPU never waits for the host between launches (and the host never
+// waits for a full launch queue: its time per call is the API's own cost, the figure the Python
+// package's per-call overhead is compared with; BENCHMARKS.md). Returns each timed launch's times
+// in launch order; launch i reads input set (warmup + i) % sets.
+LaunchTimes time_launches(const std::function<void(std::size_t)>& launch, const BenchOptions& o,
+                          std::size_t sets) {
   std::size_t next = 0;
   for (int i = 0; i < o.warmup; ++i) launch(next++ % sets);
   device_synchronize();
   std::vector<std::unique_ptr<GpuTimer>> timers;
   for (int i = 0; i < o.repeat; ++i) timers.push_back(std::make_unique<GpuTimer>());
+  LaunchTimes times;
   for (auto& t : timers) {
     t->start();
+    const auto called = std::chrono::steady_clock::now();
     launch(next++ % sets);
+    const std::chrono::duration<double, std::micro> host =
+        std::chrono::steady_clock::now() - called;
+    times.host_us.push_back(host.count());
     t->stop();
   }
-  std::vector<double> samples;
-  for (auto& t : timers) samples.push_back(t->elapsed_ms());
-  return samples;
+  for (auto& t : timers) times.ms.push_back(t->elapsed_ms());
+  return times;
 }
 
 // The split per kernel stage: a second pass with an event pair around every stage. It is kept
@@ -277,8 +290,10 @@ std::vector<Row> measure(const Point& pt, const BenchOptions& o, const GlobalOpt
     r.setup.key = runner.key();
     r.sets = b.sets;
     r.set_bytes = b.set_bytes;
-    r.launch_ms = time_launches([&](std::size_t s) { fwd_launch(runner, s); }, o, b.sets);
+    LaunchTimes times = time_launches([&](std::size_t s) { fwd_launch(runner, s); }, o, b.sets);
+    r.launch_ms = std::move(times.ms);
     r.ms = summarize(r.launch_ms);
+    r.host_us = summarize(std::move(times.host_us));
     rows.push_back(std::move(r));
   }
   if (bwd) {
@@ -305,8 +320,10 @@ std::vector<Row> measure(const Point& pt, const BenchOptions& o, const GlobalOpt
            b.d_o.at(s), b.dq.at(s), b.dk.at(s), b.dv.at(s), b.workspace.data(), b.workspace.size()},
           nullptr, hook);
     };
-    r.launch_ms = time_launches([&](std::size_t s) { bwd_launch(s, nullptr); }, o, b.sets);
+    LaunchTimes times = time_launches([&](std::size_t s) { bwd_launch(s, nullptr); }, o, b.sets);
+    r.launch_ms = std::move(times.ms);
     r.ms = summarize(r.launch_ms);
+    r.host_us = summarize(std::move(times.host_us));
     r.stage_ms =
         time_stages([&](std::size_t s, const StageHook& h) { bwd_launch(s, &h); }, o, b.sets);
     rows.push_back(std::move(r));
@@ -337,6 +354,7 @@ nlohmann::json row_json(const Row& r, const BenchOptions& o, const std::string& 
     j["ms_min"] = r.ms.min;
     j["ms_max"] = r.ms.max;
     j["launch_ms"] = r.launch_ms;
+    j["host_us"] = r.host_us.median;
     j["tflops"] = tflops(r);
     j["warmup"] = o.warmup;
     j["repeat"] = o.repeat;
