@@ -1,0 +1,300 @@
+"""The attention ops: torch.ops.fmha_jit.fwd and torch.ops.fmha_jit.bwd.
+
+Both are torch.library custom ops with fake (meta) implementations and autograd, so torch.compile
+traces them without a graph break and torch.library.opcheck holds. Outside torch.compile the
+public functions call the same implementations through a torch.autograd.Function, which skips the
+dispatcher's round trip into Python (tens of microseconds per call; docs/PYTHON.md).
+
+Tensors are (batch, seqlen, heads, dim) for layout "bshd" and (batch, heads, seqlen, dim) for
+"bhsd", any strides with the head dim contiguous. Outputs, LSE and workspaces come from torch's
+caching allocator and the kernels run on the current stream: nothing allocates outside torch or
+synchronises once a kernel is loaded, so the calls can be captured in a CUDA graph.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Optional, Tuple
+
+import torch
+from torch import Tensor
+
+from torch.utils._python_dispatch import _get_current_dispatch_mode as _current_dispatch_mode
+
+from fmha_jit import kernels
+
+_get_raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+
+
+def _stream(index: int) -> int:
+    if _get_raw_stream is not None:
+        return _get_raw_stream(index)
+    return torch.cuda.current_stream(index).cuda_stream
+
+
+def _empty_like_layout(ref: Tensor, shape, dtype=None) -> Tensor:
+    """A new tensor of `shape` whose memory order of dims 1 and 2 follows `ref`'s: an SDPA-layout
+    view of (batch, seqlen, heads, dim) memory gets an output of the same memory order, so the
+    model's transpose back is free, as with torch's own SDPA kernels."""
+    dtype = dtype or ref.dtype
+    if ref.stride(1) < ref.stride(2):
+        b, d1, d2, d3 = shape
+        return torch.empty((b, d2, d1, d3), dtype=dtype, device=ref.device).transpose(1, 2)
+    return torch.empty(shape, dtype=dtype, device=ref.device)
+
+
+def _aligned(t: Tensor, name: str) -> Tensor:
+    """`t`, or a copy when the kernels cannot read it in place (head dim not contiguous, base or
+    row strides not 16-byte aligned). A copy costs a pass over the tensor, so it is announced."""
+    s0, s1, s2, s3 = t.stride()
+    if s3 == 1 and not ((s0 | s1 | s2) & 7) and not (t.data_ptr() & 15):
+        return t
+    warnings.warn(
+        f"fmha_jit: {name} (strides {tuple(t.stride())}, storage offset {t.storage_offset()}) "
+        "is copied to a contiguous tensor: the kernels need the head dim contiguous and 16-byte "
+        "aligned rows",
+        stacklevel=4,
+    )
+    return t.contiguous() if not t.is_contiguous() else t.clone()
+
+
+def _dims(q: Tensor, k: Tensor, v: Tensor, bshd: bool):
+    if bshd:
+        b, sq, hq, dq = q.shape
+        sk, hk = k.shape[1], k.shape[2]
+    else:
+        b, hq, sq, dq = q.shape
+        hk, sk = k.shape[1], k.shape[2]
+    return b, hq, hk, sq, sk, dq, v.shape[3]
+
+
+def _out_shape(q: Tensor, dv: int):
+    return (q.shape[0], q.shape[1], q.shape[2], dv)
+
+
+# --- implementations (real tensors) -------------------------------------------------------------
+
+
+def fwd_impl(
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    layout: str,
+    mask: str,
+    window_left: int,
+    window_right: int,
+    softmax_scale: Optional[float],
+) -> Tuple[Tensor, Tensor]:
+    bshd = layout == "bshd"
+    b, hq, hk, sq, sk, dq, dv = _dims(q, k, v, bshd)
+    index = q.device.index
+    if index != torch.cuda.current_device():
+        with torch.cuda.device(index):
+            return fwd_impl(q, k, v, layout, mask, window_left, window_right, softmax_scale)
+    out = _empty_like_layout(q, _out_shape(q, dv))
+    lse = torch.empty((b, hq, sq), dtype=torch.float32, device=q.device)
+    q, k, v = _aligned(q, "q"), _aligned(k, "k"), _aligned(v, "v")
+    entry = kernels.kernel_for(index, "fwd", q.dtype, dq, dv, mask, False)
+    shape, need = entry.shape(
+        (bshd, b, hq, hk, sq, sk, dq, dv, softmax_scale, window_left, window_right)
+    )
+    workspace = torch.zeros(need, dtype=torch.uint8, device=q.device) if need else None
+    entry.kernel.fwd(
+        _stream(index),
+        shape,
+        q.data_ptr(),
+        q.stride(),
+        k.data_ptr(),
+        k.stride(),
+        v.data_ptr(),
+        v.stride(),
+        out.data_ptr(),
+        out.stride(),
+        lse.data_ptr(),
+        workspace.data_ptr() if need else 0,
+        need,
+    )
+    return out, lse
+
+
+def bwd_impl(
+    dout: Tensor,
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    out: Tensor,
+    lse: Tensor,
+    layout: str,
+    mask: str,
+    window_left: int,
+    window_right: int,
+    softmax_scale: Optional[float],
+    deterministic: bool,
+) -> Tuple[Tensor, Tensor, Tensor]:
+    bshd = layout == "bshd"
+    b, hq, hk, sq, sk, dq, dv = _dims(q, k, v, bshd)
+    index = q.device.index
+    if index != torch.cuda.current_device():
+        with torch.cuda.device(index):
+            return bwd_impl(
+                dout, q, k, v, out, lse, layout, mask, window_left, window_right,
+                softmax_scale, deterministic,
+            )
+    grad_q = _empty_like_layout(q, q.shape)
+    grad_k = _empty_like_layout(k, k.shape)
+    grad_v = _empty_like_layout(v, v.shape)
+    q, k, v = _aligned(q, "q"), _aligned(k, "k"), _aligned(v, "v")
+    out, dout = _aligned(out, "out"), _aligned(dout, "dout")
+    lse = lse.contiguous()
+    entry = kernels.kernel_for(index, "bwd", q.dtype, dq, dv, mask, deterministic)
+    shape, need = entry.shape(
+        (bshd, b, hq, hk, sq, sk, dq, dv, softmax_scale, window_left, window_right)
+    )
+    workspace = torch.empty(need, dtype=torch.uint8, device=q.device)
+    entry.kernel.bwd(
+        _stream(index),
+        shape,
+        q.data_ptr(),
+        q.stride(),
+        k.data_ptr(),
+        k.stride(),
+        v.data_ptr(),
+        v.stride(),
+        out.data_ptr(),
+        out.stride(),
+        lse.data_ptr(),
+        dout.data_ptr(),
+        dout.stride(),
+        grad_q.data_ptr(),
+        grad_q.stride(),
+        grad_k.data_ptr(),
+        grad_k.stride(),
+        grad_v.data_ptr(),
+        grad_v.stride(),
+        workspace.data_ptr(),
+        need,
+    )
+    return grad_q, grad_k, grad_v
+
+
+# --- custom ops ---------------------------------------------------------------------------------
+
+
+@torch.library.custom_op("fmha_jit::fwd", mutates_args=(), device_types="cuda")
+def fwd(
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    layout: str,
+    mask: str,
+    window_left: int,
+    window_right: int,
+    softmax_scale: Optional[float],
+    deterministic: bool,
+) -> Tuple[Tensor, Tensor]:
+    """Attention forward: (out, lse). `deterministic` is carried for the backward."""
+    return fwd_impl(q, k, v, layout, mask, window_left, window_right, softmax_scale)
+
+
+@fwd.register_fake
+def _fwd_fake(q, k, v, layout, mask, window_left, window_right, softmax_scale, deterministic):
+    b, hq, _, sq, _, _, dv = _dims(q, k, v, layout == "bshd")
+    out = _empty_like_layout(q, _out_shape(q, dv))
+    lse = torch.empty((b, hq, sq), dtype=torch.float32, device=q.device)
+    return out, lse
+
+
+@torch.library.custom_op("fmha_jit::bwd", mutates_args=(), device_types="cuda")
+def bwd(
+    dout: Tensor,
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    out: Tensor,
+    lse: Tensor,
+    layout: str,
+    mask: str,
+    window_left: int,
+    window_right: int,
+    softmax_scale: Optional[float],
+    deterministic: bool,
+) -> Tuple[Tensor, Tensor, Tensor]:
+    """Attention backward: (dq, dk, dv)."""
+    return bwd_impl(
+        dout, q, k, v, out, lse, layout, mask, window_left, window_right, softmax_scale,
+        deterministic,
+    )
+
+
+@bwd.register_fake
+def _bwd_fake(dout, q, k, v, out, lse, layout, mask, window_left, window_right, softmax_scale,
+              deterministic):
+    return (
+        _empty_like_layout(q, q.shape),
+        _empty_like_layout(k, k.shape),
+        _empty_like_layout(v, v.shape),
+    )
+
+
+def _setup_context(ctx, inputs, output):
+    q, k, v, layout, mask, window_left, window_right, softmax_scale, deterministic = inputs
+    out, lse = output
+    ctx.save_for_backward(q, k, v, out, lse)
+    ctx.args = (layout, mask, window_left, window_right, softmax_scale, deterministic)
+    ctx.mark_non_differentiable(lse)
+
+
+def _backward(ctx, dout, _dlse):
+    q, k, v, out, lse = ctx.saved_tensors
+    dq, dk, dv = torch.ops.fmha_jit.bwd(dout, q, k, v, out, lse, *ctx.args)
+    return dq, dk, dv, None, None, None, None, None, None
+
+
+fwd.register_autograd(_backward, setup_context=_setup_context)
+
+
+class _Attention(torch.autograd.Function):
+    """The eager path: the ops' implementations without the dispatcher's round trip."""
+
+    @staticmethod
+    def forward(ctx, q, k, v, layout, mask, window_left, window_right, softmax_scale,
+                deterministic):
+        out, lse = fwd_impl(q, k, v, layout, mask, window_left, window_right, softmax_scale)
+        ctx.save_for_backward(q, k, v, out, lse)
+        ctx.args = (layout, mask, window_left, window_right, softmax_scale, deterministic)
+        ctx.mark_non_differentiable(lse)
+        return out, lse
+
+    @staticmethod
+    def backward(ctx, dout, _dlse):
+        q, k, v, out, lse = ctx.saved_tensors
+        dq, dk, dv = bwd_impl(dout, q, k, v, out, lse, *ctx.args)
+        return dq, dk, dv, None, None, None, None, None, None
+
+
+def attention(
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    layout: str,
+    mask: str,
+    window_left: int,
+    window_right: int,
+    softmax_scale: Optional[float],
+    deterministic: bool,
+) -> Tuple[Tensor, Tensor]:
+    """(out, lse) of checked inputs: the custom op while torch traces (torch.compile, fake or
+    functional tensors, a dispatch mode such as make_fx's), else the eager path."""
+    if (
+        type(q) is not Tensor
+        or torch.compiler.is_compiling()
+        or _current_dispatch_mode() is not None
+    ):
+        return torch.ops.fmha_jit.fwd(
+            q, k, v, layout, mask, window_left, window_right, softmax_scale, deterministic
+        )
+    if torch.is_grad_enabled() and (q.requires_grad or k.requires_grad or v.requires_grad):
+        return _Attention.apply(
+            q, k, v, layout, mask, window_left, window_right, softmax_scale, deterministic
+        )
+    return fwd_impl(q, k, v, layout, mask, window_left, window_right, softmax_scale)
