@@ -3,7 +3,7 @@
 # (NVRTC and headers) is expected to be installed already (it is not a Debian package).
 set -euo pipefail
 packages=(cmake ninja-build g++ pkg-config nlohmann-json3-dev libspdlog-dev catch2 libcli11-dev
-          libxxhash-dev libamdhip64-dev clang libclang-rt-14-dev)
+          libxxhash-dev libamdhip64-dev clang libclang-rt-14-dev python3-dev python3-venv)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
