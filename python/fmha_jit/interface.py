@@ -28,7 +28,11 @@ _checked_configs = set()
 def _check_config(q: Tensor, hdim_q: int, hdim_v: int, mask: str) -> None:
     """The library's verdict on the call's config (head dims, mask) for q's device, before any
     op is traced or launched; InvalidInputError names the field, its value and what is accepted.
-    Asked once per config."""
+    Asked once per config. While torch.compile traces, the check is left to the call itself
+    (the library raises the same error when the compiled graph first runs): a call into the
+    extension cannot be traced."""
+    if torch.compiler.is_compiling():
+        return
     key = (q.device, q.dtype, hdim_q, hdim_v, mask)
     if key in _checked_configs:
         return

@@ -286,8 +286,8 @@ def attention(
     """(out, lse) of checked inputs: the custom op while torch traces (torch.compile, fake or
     functional tensors, a dispatch mode such as make_fx's), else the eager path."""
     if (
-        type(q) is not Tensor
-        or torch.compiler.is_compiling()
+        torch.compiler.is_compiling()
+        or type(q) is not Tensor
         or _current_dispatch_mode() is not None
     ):
         return torch.ops.fmha_jit.fwd(

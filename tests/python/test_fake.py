@@ -73,3 +73,21 @@ def test_autograd_through_the_ops(layout):
     out.sum().backward()
     for t in (q, k, v):
         assert t.grad.shape == t.shape and t.grad.dtype == torch.bfloat16
+
+
+def test_dynamo_traces_both_calls_into_the_ops_without_a_graph_break():
+    def model(q, k, v):
+        a = fmha_jit.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
+        b = fmha_jit.flash_attn_func(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2),
+                                     causal=True, window_size=(8, -1))
+        return a.sum() + b.sum()
+
+    with FakeTensorMode(allow_non_fake_inputs=True):
+        q = torch.empty(2, 8, 64, 64, dtype=torch.bfloat16, device="cuda", requires_grad=True)
+        k = torch.empty(2, 2, 64, 64, dtype=torch.bfloat16, device="cuda", requires_grad=True)
+    # export traces the whole function as one graph, or raises at the first graph break.
+    graph, _ = torch._dynamo.export(model)(q, k, k)
+    calls = [n for n in graph.graph.nodes if n.target is torch.ops.fmha_jit.fwd.default
+             or n.target is torch.ops.fmha_jit.fwd]
+    assert [c.args[3:7] for c in calls] == [("bhsd", "causal_top_left", -1, -1),
+                                            ("bshd", "sliding_window", 8, 0)]
