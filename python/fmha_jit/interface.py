@@ -95,9 +95,34 @@ def _check_tensors(q, k, v, layout: str) -> None:
         )
 
 
+_checked_calls = set()
+
+
+def _check_call(q, k, v, layout: str, mask: str) -> None:
+    """_check_tensors and _check_config, remembered per call signature (types, shapes, dtypes,
+    devices and mask), so that a repeated signature costs one set lookup."""
+    if torch.compiler.is_compiling():
+        _check_tensors(q, k, v, layout)
+        return
+    try:
+        key = (layout, mask, type(q), type(k), type(v), q.shape, k.shape, v.shape, q.dtype,
+               k.dtype, v.dtype, q.device, k.device, v.device)
+    except AttributeError:  # not tensors: _check_tensors says which
+        key = None
+    if key is not None and key in _checked_calls:
+        return
+    _check_tensors(q, k, v, layout)
+    _check_config(q, q.shape[3], v.shape[3], mask)
+    if len(_checked_calls) >= 4096:
+        _checked_calls.clear()
+    _checked_calls.add(key)
+
+
 def _check_scale(name: str, scale) -> Optional[float]:
     if scale is None:
         return None
+    if type(scale) is float and 0.0 < scale < math.inf:
+        return scale
     if isinstance(scale, bool) or not isinstance(scale, (int, float)):
         raise TypeError(f"{name} must be a float or None, got {type(scale).__name__}")
     if not math.isfinite(scale) or scale <= 0:
@@ -126,9 +151,8 @@ def flash_attn_func(
     (batch, heads_q, seqlen_q) in fp32 (natural log of the scaled scores; -inf for a query that
     sees no key; it carries no gradient).
     """
-    _check_tensors(q, k, v, "bshd")
     scale = _check_scale("softmax_scale", softmax_scale)
-    if (
+    if window_size != (-1, -1) and (
         not isinstance(window_size, (tuple, list))
         or len(window_size) != 2
         or not all(isinstance(w, int) and not isinstance(w, bool) for w in window_size)
@@ -138,7 +162,7 @@ def flash_attn_func(
             f"window_size is {window_size!r}; accepted: (left, right), each -1 (unbounded) or "
             "an int >= 0"
         )
-    left, right = window_size
+    left, right = window_size[0], window_size[1]
     if causal:
         right = 0
     if left < 0 and right < 0:
@@ -147,8 +171,9 @@ def flash_attn_func(
         mask, left, right = "causal_bottom_right", -1, -1
     else:
         mask = "sliding_window"
-    _check_config(q, q.shape[3], v.shape[3], mask)
-    out, lse = ops.attention(q, k, v, "bshd", mask, left, right, scale, bool(deterministic))
+    _check_call(q, k, v, "bshd", mask)
+    out, lse = ops.attention(q, k, v, "bshd", mask, left, right, scale, bool(deterministic),
+                             bool(return_lse))
     return (out, lse) if return_lse else out
 
 
@@ -175,15 +200,14 @@ def scaled_dot_product_attention(
         )
     if dropout_p != 0.0:
         raise ValueError(f"dropout_p is {dropout_p}; accepted: 0.0 (no dropout)")
-    _check_tensors(query, key, value, "bhsd")
+    mask = "causal_top_left" if is_causal else "none"
+    _check_call(query, key, value, "bhsd", mask)
     if not enable_gqa and query.shape[1] != key.shape[1]:
         raise ValueError(
             f"query has {query.shape[1]} heads and key {key.shape[1]}; accepted: equal heads, or "
             "enable_gqa=True for a multiple"
         )
     s = _check_scale("scale", scale)
-    mask = "causal_top_left" if is_causal else "none"
-    _check_config(query, query.shape[3], value.shape[3], mask)
     deterministic = torch.are_deterministic_algorithms_enabled()
-    out, _ = ops.attention(query, key, value, "bhsd", mask, -1, -1, s, deterministic)
+    out, _ = ops.attention(query, key, value, "bhsd", mask, -1, -1, s, deterministic, False)
     return out

@@ -84,11 +84,12 @@ def kernel_for(
     hdim_q: int,
     hdim_v: int,
     mask: str,
-    deterministic: bool,
+    deterministic: bool = False,
+    lse: bool = True,
 ) -> KernelEntry:
     """The kernel of this config on this device: set up (memory, disk cache or compile) and
-    loaded on first use."""
-    key = (device_index, family, dtype, hdim_q, hdim_v, mask, deterministic)
+    loaded on first use. `deterministic` is the backward's, `lse` the forward's."""
+    key = (device_index, family, dtype, hdim_q, hdim_v, mask, deterministic, lse)
     entry = _kernels.get(key)
     if entry is not None:
         return entry
@@ -104,7 +105,7 @@ def kernel_for(
                 "mask": mask,
             }
             if family == "fwd":
-                config["lse"] = True
+                config["lse"] = lse
             else:
                 config["deterministic"] = deterministic
             with torch.cuda.device(device_index):

@@ -74,6 +74,90 @@ def _out_shape(q: Tensor, dv: int):
 
 # --- implementations (real tensors) -------------------------------------------------------------
 
+_current_device = getattr(torch._C, "_cuda_getDevice", None) or torch.cuda.current_device
+
+
+class _FwdPlan:
+    """What a forward of one call signature launches, worked out on the signature's first call:
+    the kernel, its Shape and workspace size, and the output's allocation."""
+
+    __slots__ = ("launch", "shape", "need", "alloc_shape", "swap", "lse_shape", "index")
+
+
+_fwd_plans = {}
+
+
+def _fwd_plan(q, k, v, layout, mask, window_left, window_right, softmax_scale, with_lse):
+    swap = q.stride(1) < q.stride(2)
+    key = (q.shape, k.shape, v.shape, q.dtype, q.device, swap, layout, mask, window_left,
+           window_right, softmax_scale, with_lse)
+    plan = _fwd_plans.get(key)
+    if plan is not None:
+        return plan
+    bshd = layout == "bshd"
+    b, hq, hk, sq, sk, dq, dv = _dims(q, k, v, bshd)
+    index = q.device.index
+    entry = kernels.kernel_for(index, "fwd", q.dtype, dq, dv, mask, lse=with_lse)
+    plan = _FwdPlan()
+    plan.launch = entry.kernel.fwd
+    plan.shape, plan.need = entry.shape(
+        (bshd, b, hq, hk, sq, sk, dq, dv, softmax_scale, window_left, window_right)
+    )
+    d0, d1, d2, _ = q.shape
+    plan.swap = swap
+    plan.alloc_shape = (d0, d2, d1, dv) if swap else (d0, d1, d2, dv)
+    plan.lse_shape = (b, hq, sq) if with_lse else None
+    plan.index = index
+    if len(_fwd_plans) >= 4096:  # a server that sees every length: bound the memo
+        _fwd_plans.clear()
+    _fwd_plans[key] = plan
+    return plan
+
+
+def _run_fwd(plan: _FwdPlan, q: Tensor, k: Tensor, v: Tensor):
+    out = q.new_empty(plan.alloc_shape)
+    if plan.swap:
+        out = out.transpose(1, 2)
+    lse = q.new_empty(plan.lse_shape, dtype=torch.float32) if plan.lse_shape else None
+    q, k, v = _aligned(q, "q"), _aligned(k, "k"), _aligned(v, "v")
+    need = plan.need
+    workspace = q.new_zeros(need, dtype=torch.uint8) if need else None
+    plan.launch(
+        _stream(plan.index),
+        plan.shape,
+        q.data_ptr(),
+        q.stride(),
+        k.data_ptr(),
+        k.stride(),
+        v.data_ptr(),
+        v.stride(),
+        out.data_ptr(),
+        out.stride(),
+        lse.data_ptr() if lse is not None else 0,
+        workspace.data_ptr() if need else 0,
+        need,
+    )
+    return out, lse
+
+
+def forward(
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    layout: str,
+    mask: str,
+    window_left: int,
+    window_right: int,
+    softmax_scale: Optional[float],
+    with_lse: bool = True,
+) -> Tuple[Tensor, Optional[Tensor]]:
+    """(out, lse); without `with_lse` the kernel that stores no LSE runs and lse is None."""
+    plan = _fwd_plan(q, k, v, layout, mask, window_left, window_right, softmax_scale, with_lse)
+    if plan.index != _current_device():
+        with torch.cuda.device(plan.index):
+            return _run_fwd(plan, q, k, v)
+    return _run_fwd(plan, q, k, v)
+
 
 def fwd_impl(
     q: Tensor,
@@ -85,36 +169,7 @@ def fwd_impl(
     window_right: int,
     softmax_scale: Optional[float],
 ) -> Tuple[Tensor, Tensor]:
-    bshd = layout == "bshd"
-    b, hq, hk, sq, sk, dq, dv = _dims(q, k, v, bshd)
-    index = q.device.index
-    if index != torch.cuda.current_device():
-        with torch.cuda.device(index):
-            return fwd_impl(q, k, v, layout, mask, window_left, window_right, softmax_scale)
-    out = _empty_like_layout(q, _out_shape(q, dv))
-    lse = torch.empty((b, hq, sq), dtype=torch.float32, device=q.device)
-    q, k, v = _aligned(q, "q"), _aligned(k, "k"), _aligned(v, "v")
-    entry = kernels.kernel_for(index, "fwd", q.dtype, dq, dv, mask, False)
-    shape, need = entry.shape(
-        (bshd, b, hq, hk, sq, sk, dq, dv, softmax_scale, window_left, window_right)
-    )
-    workspace = torch.zeros(need, dtype=torch.uint8, device=q.device) if need else None
-    entry.kernel.fwd(
-        _stream(index),
-        shape,
-        q.data_ptr(),
-        q.stride(),
-        k.data_ptr(),
-        k.stride(),
-        v.data_ptr(),
-        v.stride(),
-        out.data_ptr(),
-        out.stride(),
-        lse.data_ptr(),
-        workspace.data_ptr() if need else 0,
-        need,
-    )
-    return out, lse
+    return forward(q, k, v, layout, mask, window_left, window_right, softmax_scale)
 
 
 def bwd_impl(
@@ -134,7 +189,7 @@ def bwd_impl(
     bshd = layout == "bshd"
     b, hq, hk, sq, sk, dq, dv = _dims(q, k, v, bshd)
     index = q.device.index
-    if index != torch.cuda.current_device():
+    if index != _current_device():
         with torch.cuda.device(index):
             return bwd_impl(
                 dout, q, k, v, out, lse, layout, mask, window_left, window_right,
@@ -146,7 +201,7 @@ def bwd_impl(
     q, k, v = _aligned(q, "q"), _aligned(k, "k"), _aligned(v, "v")
     out, dout = _aligned(out, "out"), _aligned(dout, "dout")
     lse = lse.contiguous()
-    entry = kernels.kernel_for(index, "bwd", q.dtype, dq, dv, mask, deterministic)
+    entry = kernels.kernel_for(index, "bwd", q.dtype, dq, dv, mask, deterministic=deterministic)
     shape, need = entry.shape(
         (bshd, b, hq, hk, sq, sk, dq, dv, softmax_scale, window_left, window_right)
     )
@@ -282,9 +337,11 @@ def attention(
     window_right: int,
     softmax_scale: Optional[float],
     deterministic: bool,
-) -> Tuple[Tensor, Tensor]:
+    want_lse: bool = True,
+) -> Tuple[Tensor, Optional[Tensor]]:
     """(out, lse) of checked inputs: the custom op while torch traces (torch.compile, fake or
-    functional tensors, a dispatch mode such as make_fx's), else the eager path."""
+    functional tensors, a dispatch mode such as make_fx's), else the eager path. An eager call
+    that needs no gradient and no LSE runs the kernel that stores none (lse is None)."""
     if (
         torch.compiler.is_compiling()
         or type(q) is not Tensor
@@ -297,4 +354,4 @@ def attention(
         return _Attention.apply(
             q, k, v, layout, mask, window_left, window_right, softmax_scale, deterministic
         )
-    return fwd_impl(q, k, v, layout, mask, window_left, window_right, softmax_scale)
+    return forward(q, k, v, layout, mask, window_left, window_right, softmax_scale, want_lse)

@@ -135,3 +135,19 @@ def test_sdpa_follows_torch_deterministic_algorithms():
     for grads in runs[1:]:
         for g, f in zip(grads, runs[0]):
             assert torch.equal(g, f)
+
+
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_inference_runs_the_kernel_without_lse_with_the_same_output(dtype, causal):
+    # Without grad and without return_lse the kernel that stores no LSE runs: same output bits.
+    q, k, v = (t.detach() for t in inputs("bshd", dtype, 128, 300, 300, 8, 2))
+    with torch.no_grad():
+        plain = fmha_jit.flash_attn_func(q, k, v, causal=causal)
+        sdpa = fmha_jit.scaled_dot_product_attention(
+            q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), is_causal=causal,
+            enable_gqa=True)
+    out, lse = fmha_jit.flash_attn_func(q, k, v, causal=causal, return_lse=True)
+    assert lse is not None and torch.equal(plain, out)
+    # With equal lengths top-left (SDPA) and bottom-right (FlashAttention) causal agree.
+    assert torch.equal(sdpa.transpose(1, 2), out)

@@ -51,11 +51,12 @@ def host_us_per_call(fn, calls=1000, warmup=100):
     return statistics.median(samples)
 
 
-def cpp_host_us(cli):
+def cpp_host_us(cli, lse):
     s = SMALL
     cmd = [cli, "bench", "--family", "fwd", "--dtype", "bf16", "--batch", str(s["batch"]),
            "--nhead-q", str(s["heads"]), "--seqlen-q", str(s["seqlen"]), "--hdim-q",
-           str(s["hdim"]), "--layout", "bshd", "--warmup", "100", "--repeat", "1000", "--json"]
+           str(s["hdim"]), "--layout", "bshd", "--lse" if lse else "--no-lse", "--warmup", "100",
+           "--repeat", "1000", "--json"]
     rows = json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)
     return rows[0]["host_us"]
 
@@ -71,18 +72,27 @@ def overhead_rows(cli):
     q, k, v = tensors(False)
     qg, kg, vg = tensors(True)
     sq, sk, sv = (t.transpose(1, 2) for t in (q, k, v))
-    rows = [("C++ API: FmhaRunner::run_fwd", cpp_host_us(cli))]
+    # (call, µs, the C++ row it is compared with): a call that needs no LSE runs the kernel
+    # that stores none, as run_fwd with --no-lse does.
+    plain, with_lse = cpp_host_us(cli, False), cpp_host_us(cli, True)
+    rows = [("C++ API: FmhaRunner::run_fwd, no LSE", plain, plain),
+            ("C++ API: FmhaRunner::run_fwd, LSE", with_lse, with_lse)]
     rows.append(("fmha_jit.flash_attn_func",
-                 host_us_per_call(lambda: fmha_jit.flash_attn_func(q, k, v))))
+                 host_us_per_call(lambda: fmha_jit.flash_attn_func(q, k, v)), plain))
     rows.append(("fmha_jit.scaled_dot_product_attention",
-                 host_us_per_call(lambda: fmha_jit.scaled_dot_product_attention(sq, sk, sv))))
-    rows.append(("fmha_jit.flash_attn_func, inputs requiring grad",
-                 host_us_per_call(lambda: fmha_jit.flash_attn_func(qg, kg, vg))))
+                 host_us_per_call(lambda: fmha_jit.scaled_dot_product_attention(sq, sk, sv)),
+                 plain))
+    rows.append(("fmha_jit.flash_attn_func(return_lse=True)",
+                 host_us_per_call(lambda: fmha_jit.flash_attn_func(q, k, v, return_lse=True)),
+                 with_lse))
+    rows.append(("fmha_jit.flash_attn_func, inputs requiring grad (autograd)",
+                 host_us_per_call(lambda: fmha_jit.flash_attn_func(qg, kg, vg)), with_lse))
     for name, backend in (("flash", SDPBackend.FLASH_ATTENTION),
                           ("cuDNN", SDPBackend.CUDNN_ATTENTION)):
         with sdpa_kernel(backend):
             rows.append((f"F.scaled_dot_product_attention ({name})",
-                         host_us_per_call(lambda: F.scaled_dot_product_attention(sq, sk, sv))))
+                         host_us_per_call(lambda: F.scaled_dot_product_attention(sq, sk, sv)),
+                         plain))
     return rows
 
 
@@ -128,7 +138,6 @@ def model_rows(rounds=6, steps=5, warmup=3):
 def markdown(overhead, model, command):
     gpu = torch.cuda.get_device_name()
     date = datetime.date.today().isoformat()
-    cpp = overhead[0][1]
     s = SMALL
     lines = [
         "## Python package",
@@ -143,10 +152,10 @@ def markdown(overhead, model, command):
         f"hdim {s['hdim']}, no mask (median of 1000 calls, each timed alone; the C++ row is "
         "`fmha-jit bench`'s host_us):",
         "",
-        "| call | µs per call | above the C++ API |",
+        "| call | µs per call | above the C++ API (the matching row) |",
         "|---|---:|---:|",
     ]
-    for name, us in overhead:
+    for name, us, cpp in overhead:
         lines.append(f"| {name} | {us:.1f} | {us - cpp:+.1f} |")
     best = min(ms for name, ms in model if name.startswith("F."))
     lines += [
@@ -177,7 +186,7 @@ def main():
     if args.json:
         Path(args.json).write_text(json.dumps({"gpu": torch.cuda.get_device_name(),
                                                "torch": torch.__version__,
-                                               "overhead_us": dict(overhead),
+                                               "overhead_us": {n: us for n, us, _ in overhead},
                                                "model_step_ms": dict(model)}, indent=2))
     print(text)
 
