@@ -403,6 +403,22 @@ def determinism_note(doc):
                  "and example 37.") + [""]
 
 
+# Sections another script writes at the end of the page (python_bench.py), kept as they are.
+KEPT_SECTIONS = ("## Python package",)
+
+
+def kept_sections(path):
+    """The page's trailing sections of KEPT_SECTIONS, or "" (no page yet, or none there)."""
+    try:
+        with open(path) as f:
+            old = f.read()
+    except OSError:
+        return ""
+    starts = [old.find("\n" + title + "\n") for title in KEPT_SECTIONS]
+    starts = [i for i in starts if i >= 0]
+    return "\n" + old[min(starts) + 1:] if starts else ""
+
+
 def render(doc):
     grid = doc["grid"]
     t = doc.get("torch", {})
@@ -567,7 +583,7 @@ def main():
         a.json = a.json or os.path.splitext(a.out)[0] + ".json"
         os.makedirs(os.path.dirname(os.path.abspath(a.json)), exist_ok=True)
         doc = measure(a)
-    page = render(doc)
+    page = render(doc) + kept_sections(a.out)
     os.makedirs(os.path.dirname(os.path.abspath(a.out)), exist_ok=True)
     with open(a.out, "w") as f:
         f.write(page)

@@ -11,7 +11,7 @@
    S 4096, with fmha_jit's SDPA against torch's with the cuDNN and the flash backend forced.
    The three alternate in rounds; CUDA events around each step; the median step.
 
-    python3 tools/scripts/python_bench.py --fmha-jit .carry/bin/fmha-jit --out $OUT/python.md
+    python3 tools/scripts/python_bench.py --fmha-jit .carry/bin/fmha-jit --out BENCHMARKS.md
 """
 
 import argparse
@@ -172,17 +172,27 @@ def markdown(overhead, model, command):
     return "\n".join(lines) + "\n"
 
 
+def put_section(page: Path, section: str) -> None:
+    """Replaces the page's "## Python package" section (its last; bench_page.py keeps it when it
+    rewrites the page), or appends it."""
+    text = page.read_text() if page.exists() else ""
+    start = text.find("\n## Python package\n")
+    head = text[:start + 1] if start >= 0 else (text.rstrip("\n") + "\n\n" if text else "")
+    page.write_text(head + section)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--fmha-jit", required=True, help="the fmha-jit CLI (the C++ row)")
-    parser.add_argument("--out", required=True, help="markdown section to write")
+    parser.add_argument("--out", required=True,
+                        help="the page whose '## Python package' section to write (BENCHMARKS.md)")
     parser.add_argument("--json", help="also write the figures as JSON")
     args = parser.parse_args()
     overhead = overhead_rows(args.fmha_jit)
     model = model_rows()
     command = f"python3 tools/scripts/python_bench.py --fmha-jit {args.fmha_jit} --out {args.out}"
     text = markdown(overhead, model, command)
-    Path(args.out).write_text(text)
+    put_section(Path(args.out), text)
     if args.json:
         Path(args.json).write_text(json.dumps({"gpu": torch.cuda.get_device_name(),
                                                "torch": torch.__version__,
