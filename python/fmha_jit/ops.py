@@ -13,12 +13,12 @@ synchronises once a kernel is loaded, so the calls can be captured in a CUDA gra
 
 from __future__ import annotations
 
+import atexit
 import warnings
 from typing import Optional, Tuple
 
 import torch
 from torch import Tensor
-
 from torch.utils._python_dispatch import _get_current_dispatch_mode as _current_dispatch_mode
 
 from fmha_jit import kernels
@@ -85,6 +85,8 @@ class _FwdPlan:
 
 
 _fwd_plans = {}
+# Plans hold the extension's objects: released before the interpreter finalises (kernels.py).
+atexit.register(_fwd_plans.clear)
 
 
 def _fwd_plan(q, k, v, layout, mask, window_left, window_right, softmax_scale, with_lse):
