@@ -139,6 +139,8 @@ def flash_attn_func(
     window_size: Tuple[int, int] = (-1, -1),
     deterministic: bool = False,
     return_lse: bool = False,
+    *,
+    out: Optional[Tensor] = None,
 ):
     """Attention of q (batch, seqlen_q, heads_q, d), k (batch, seqlen_k, heads_k, d) and
     v (batch, seqlen_k, heads_k, d_v), as FlashAttention's flash_attn_func.
@@ -149,7 +151,9 @@ def flash_attn_func(
     right is 0. deterministic: the backward's gradients are bit-identical run to run.
     Returns out (batch, seqlen_q, heads_q, d_v), and with return_lse also the log-sum-exp
     (batch, heads_q, seqlen_q) in fp32 (natural log of the scaled scores; -inf for a query that
-    sees no key; it carries no gradient).
+    sees no key; it carries no gradient). out: a tensor of the output's shape and dtype on q's
+    device (head dim contiguous, 16-byte aligned rows) that receives the output, for calls that
+    need no gradient: no allocation, as with the C++ API.
     """
     scale = _check_scale("softmax_scale", softmax_scale)
     if window_size != (-1, -1) and (
@@ -172,9 +176,9 @@ def flash_attn_func(
     else:
         mask = "sliding_window"
     _check_call(q, k, v, "bshd", mask)
-    out, lse = ops.attention(q, k, v, "bshd", mask, left, right, scale, bool(deterministic),
-                             bool(return_lse))
-    return (out, lse) if return_lse else out
+    result, lse = ops.attention(q, k, v, "bshd", mask, left, right, scale, bool(deterministic),
+                                bool(return_lse), out)
+    return (result, lse) if return_lse else result
 
 
 def scaled_dot_product_attention(

@@ -116,10 +116,33 @@ def _fwd_plan(q, k, v, layout, mask, window_left, window_right, softmax_scale, w
     return plan
 
 
-def _run_fwd(plan: _FwdPlan, q: Tensor, k: Tensor, v: Tensor):
-    out = q.new_empty(plan.alloc_shape)
+def _check_out(out: Tensor, q: Tensor, plan: _FwdPlan) -> None:
+    """A caller's output tensor, which the kernel writes in place: no copy is made for it."""
+    shape = plan.alloc_shape
     if plan.swap:
-        out = out.transpose(1, 2)
+        shape = (shape[0], shape[2], shape[1], shape[3])
+    if type(out) is not Tensor:
+        raise TypeError(f"out must be a torch.Tensor or None, got {type(out).__name__}")
+    if out.shape != shape or out.dtype != q.dtype or out.device != q.device:
+        raise ValueError(
+            f"out is {tuple(out.shape)} {out.dtype} on {out.device}; accepted: {shape} "
+            f"{q.dtype} on {q.device}"
+        )
+    s0, s1, s2, s3 = out.stride()
+    if s3 != 1 or (s0 | s1 | s2) & 7 or out.data_ptr() & 15 or 0 in (s0, s1, s2):
+        raise ValueError(
+            f"out has strides {tuple(out.stride())} at offset {out.storage_offset()}; accepted: "
+            "the head dim contiguous, 16-byte aligned rows, no broadcast dims"
+        )
+
+
+def _run_fwd(plan: _FwdPlan, q: Tensor, k: Tensor, v: Tensor, out: Optional[Tensor] = None):
+    if out is None:
+        out = q.new_empty(plan.alloc_shape)
+        if plan.swap:
+            out = out.transpose(1, 2)
+    else:
+        _check_out(out, q, plan)
     lse = q.new_empty(plan.lse_shape, dtype=torch.float32) if plan.lse_shape else None
     q, k, v = _aligned(q, "q"), _aligned(k, "k"), _aligned(v, "v")
     need = plan.need
@@ -152,13 +175,15 @@ def forward(
     window_right: int,
     softmax_scale: Optional[float],
     with_lse: bool = True,
+    out: Optional[Tensor] = None,
 ) -> Tuple[Tensor, Optional[Tensor]]:
-    """(out, lse); without `with_lse` the kernel that stores no LSE runs and lse is None."""
+    """(out, lse); without `with_lse` the kernel that stores no LSE runs and lse is None. A given
+    `out` is written in place (checked: its shape, dtype, device and strides)."""
     plan = _fwd_plan(q, k, v, layout, mask, window_left, window_right, softmax_scale, with_lse)
     if plan.index != _current_device():
         with torch.cuda.device(plan.index):
-            return _run_fwd(plan, q, k, v)
-    return _run_fwd(plan, q, k, v)
+            return _run_fwd(plan, q, k, v, out)
+    return _run_fwd(plan, q, k, v, out)
 
 
 def fwd_impl(
@@ -340,20 +365,32 @@ def attention(
     softmax_scale: Optional[float],
     deterministic: bool,
     want_lse: bool = True,
+    out: Optional[Tensor] = None,
 ) -> Tuple[Tensor, Optional[Tensor]]:
     """(out, lse) of checked inputs: the custom op while torch traces (torch.compile, fake or
     functional tensors, a dispatch mode such as make_fx's), else the eager path. An eager call
-    that needs no gradient and no LSE runs the kernel that stores none (lse is None)."""
+    that needs no gradient and no LSE runs the kernel that stores none (lse is None). `out`, for
+    calls that need no gradient, receives the output."""
+    grad = torch.is_grad_enabled() and (q.requires_grad or k.requires_grad or v.requires_grad)
+    if out is not None and grad:
+        raise ValueError(
+            "out is given while q, k or v requires grad; accepted: out=None for a call autograd "
+            "records (an output written in place cannot be differentiated)"
+        )
     if (
         torch.compiler.is_compiling()
         or type(q) is not Tensor
         or _current_dispatch_mode() is not None
     ):
-        return torch.ops.fmha_jit.fwd(
+        result, lse = torch.ops.fmha_jit.fwd(
             q, k, v, layout, mask, window_left, window_right, softmax_scale, deterministic
         )
-    if torch.is_grad_enabled() and (q.requires_grad or k.requires_grad or v.requires_grad):
+        if out is not None:
+            out.copy_(result)
+            result = out
+        return result, lse
+    if grad:
         return _Attention.apply(
             q, k, v, layout, mask, window_left, window_right, softmax_scale, deterministic
         )
-    return forward(q, k, v, layout, mask, window_left, window_right, softmax_scale, want_lse)
+    return forward(q, k, v, layout, mask, window_left, window_right, softmax_scale, want_lse, out)

@@ -99,3 +99,10 @@ def test_sdpa_rejects():
             fmha_jit.scaled_dot_product_attention(q, q, q, dropout_p=0.1)
         with pytest.raises(ValueError, match=r"scale is 0.0"):
             fmha_jit.scaled_dot_product_attention(q, q, q, scale=0.0)
+
+
+def test_out_with_autograd_is_refused():
+    with FakeTensorMode():
+        q = t((1, 8, 2, 64)).requires_grad_()
+        with pytest.raises(ValueError, match=r"out is given while q, k or v requires grad"):
+            fmha_jit.flash_attn_func(q, q, q, out=t((1, 8, 2, 64)))

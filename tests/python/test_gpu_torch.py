@@ -159,3 +159,20 @@ def test_misaligned_input_is_copied_with_a_warning():
     with pytest.warns(UserWarning, match="q .* is copied to a contiguous tensor"):
         out = fmha_jit.flash_attn_func(q, q, q)
     assert torch.equal(out, fmha_jit.flash_attn_func(q.clone(), q.clone(), q.clone()))
+
+
+def test_out_is_written_in_place():
+    q, k, v = randn(2, 300, 8, 64), randn(2, 300, 2, 64), randn(2, 300, 2, 64)
+    expected = fmha_jit.flash_attn_func(q, k, v, causal=True)
+    out = torch.full_like(q, float("nan"))
+    assert fmha_jit.flash_attn_func(q, k, v, causal=True, out=out) is out
+    assert torch.equal(out, expected)
+    wide = torch.zeros(2, 300, 8, 72, device="cuda", dtype=torch.bfloat16)
+    view = wide[..., :64]  # rows of 144 bytes: 16-byte aligned, read in place
+    fmha_jit.flash_attn_func(q, k, v, causal=True, out=view)
+    assert torch.equal(view, expected) and not wide[..., 64:].any()
+    with pytest.raises(ValueError, match=r"out is \(2, 300, 8, 64\) torch.float16"):
+        fmha_jit.flash_attn_func(q, k, v, out=torch.empty_like(q, dtype=torch.float16))
+    with pytest.raises(ValueError, match=r"out has strides"):
+        fmha_jit.flash_attn_func(q, k, v, out=torch.empty(2, 300, 8, 128, device="cuda",
+                                                         dtype=torch.bfloat16)[..., ::2])

@@ -79,6 +79,9 @@ def overhead_rows(cli):
             ("C++ API: FmhaRunner::run_fwd, LSE", with_lse, with_lse)]
     rows.append(("fmha_jit.flash_attn_func",
                  host_us_per_call(lambda: fmha_jit.flash_attn_func(q, k, v)), plain))
+    out = torch.empty_like(q)
+    rows.append(("fmha_jit.flash_attn_func(out=...), no allocation",
+                 host_us_per_call(lambda: fmha_jit.flash_attn_func(q, k, v, out=out)), plain))
     rows.append(("fmha_jit.scaled_dot_product_attention",
                  host_us_per_call(lambda: fmha_jit.scaled_dot_product_attention(sq, sk, sv)),
                  plain))
