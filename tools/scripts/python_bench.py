@@ -36,9 +36,12 @@ from llama_block import LlamaBlock  # noqa: E402
 SMALL = dict(batch=1, heads=8, seqlen=128, hdim=64)
 
 
-def host_us_per_call(fn, calls=1000, warmup=100):
-    for _ in range(warmup):
+def host_us_per_call(fn, calls=1000, warmup=2000):
+    # A long warm-up: the first thousands of calls of a process run slower (caches, clocks).
+    for i in range(warmup):
         fn()
+        if i % 100 == 99:
+            torch.cuda.synchronize()
     torch.cuda.synchronize()
     samples = []
     for i in range(calls):
