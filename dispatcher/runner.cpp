@@ -97,6 +97,7 @@ class KernelRunner final : public FmhaRunner {
 
   std::size_t fwd_workspace_bytes(const FmhaProblem& problem) override {
     require_family(Family::fwd, "fwd_workspace_bytes");
+    check(problem);
     FmhaRunner& r = runner_for(problem);
     if (&r != this) return r.fwd_workspace_bytes(problem);
     device::DeviceApi& api = device::require_device("fwd_workspace_bytes");

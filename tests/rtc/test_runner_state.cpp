@@ -193,6 +193,9 @@ TEST_CASE(
   auto runner = setup_in(hopper_config(Family::fwd, MaskKind::none, false), root);
   const std::size_t need = runner->fwd_workspace_bytes(p);
   REQUIRE(need > 0);
+  FmhaProblem other_hdim = p;
+  other_hdim.hdim_q = other_hdim.hdim_v = 64;
+  CHECK_THROWS_WITH(runner->fwd_workspace_bytes(other_hdim), Catch::Contains("hdim"));
   const std::size_t allocated = fake.allocations();
   std::vector<std::uint8_t> memory(need + 512);
   auto* workspace = reinterpret_cast<std::uint8_t*>(
