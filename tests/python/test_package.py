@@ -80,3 +80,22 @@ def test_prebuild_rejects_bad_arguments(tmp_path):
         fmha_jit.prebuild(tmp_path / "missing.json", cache_dir=tmp_path)
     with pytest.raises(fmha_jit.InvalidInputError, match="sweep"):
         fmha_jit.prebuild({"family": object()}, cache_dir=tmp_path)
+
+
+def test_kernel_names_the_tile_variant_of_short_causal_problems(tmp_path):
+    # Set up without a GPU (load=False): compiled into the cache, never launched. Hopper's causal
+    # forward at hdim 64 runs problems of both lengths <= 1024 on a tile of its own.
+    config = {"family": "fwd", "dtype": "bf16", "hdim_q": 64, "arch": "sm_90",
+              "mask": "causal_bottom_right"}
+    kernel = fmha_jit._C.Kernel(json.dumps(config), str(tmp_path), False)
+    assert kernel.source == "compiled" and kernel.kernel_symbols
+
+    def shape(seqlen):
+        return fmha_jit._C.Shape(True, 2, 16, 16, seqlen, seqlen, 64, 64, None, -1, -1)
+
+    assert kernel.key_for(shape(8192)) == kernel.key
+    short = kernel.key_for(shape(512))  # compiled on first use, as a launch would
+    assert short != kernel.key
+    assert short in {e["key"] for e in fmha_jit.cache_info(tmp_path)["entries"]}
+    with pytest.raises(fmha_jit.InvalidInputError, match="hdim"):
+        kernel.key_for(fmha_jit._C.Shape(True, 2, 16, 16, 512, 512, 128, 128, None, -1, -1))
