@@ -28,11 +28,9 @@ _checked_configs = set()
 def _check_config(q: Tensor, hdim_q: int, hdim_v: int, mask: str) -> None:
     """The library's verdict on the call's config (head dims, mask) for q's device, before any
     op is traced or launched; InvalidInputError names the field, its value and what is accepted.
-    Asked once per config. While torch.compile traces, the check is left to the call itself
-    (the library raises the same error when the compiled graph first runs): a call into the
-    extension cannot be traced."""
-    if torch.compiler.is_compiling():
-        return
+    Asked once per config, never while torch.compile traces (_check_call): a call into the
+    extension cannot be traced, so the library raises the same error when the compiled graph
+    first runs."""
     key = (q.device, q.dtype, hdim_q, hdim_v, mask)
     if key in _checked_configs:
         return

@@ -326,10 +326,15 @@ def _setup_context(ctx, inputs, output):
     ctx.mark_non_differentiable(lse)
 
 
-def _backward(ctx, dout, _dlse):
+def _gradients(ctx, dout, backward):
+    """dq, dk, dv by `backward` (the op or its implementation), and no gradient for the rest."""
     q, k, v, out, lse = ctx.saved_tensors
-    dq, dk, dv = torch.ops.fmha_jit.bwd(dout, q, k, v, out, lse, *ctx.args)
+    dq, dk, dv = backward(dout, q, k, v, out, lse, *ctx.args)
     return dq, dk, dv, None, None, None, None, None, None
+
+
+def _backward(ctx, dout, _dlse):
+    return _gradients(ctx, dout, torch.ops.fmha_jit.bwd)
 
 
 fwd.register_autograd(_backward, setup_context=_setup_context)
@@ -339,19 +344,14 @@ class _Attention(torch.autograd.Function):
     """The eager path: the ops' implementations without the dispatcher's round trip."""
 
     @staticmethod
-    def forward(ctx, q, k, v, layout, mask, window_left, window_right, softmax_scale,
-                deterministic):
-        out, lse = fwd_impl(q, k, v, layout, mask, window_left, window_right, softmax_scale)
-        ctx.save_for_backward(q, k, v, out, lse)
-        ctx.args = (layout, mask, window_left, window_right, softmax_scale, deterministic)
-        ctx.mark_non_differentiable(lse)
-        return out, lse
+    def forward(ctx, *inputs):
+        output = fwd_impl(*inputs[:8])
+        _setup_context(ctx, inputs, output)
+        return output
 
     @staticmethod
     def backward(ctx, dout, _dlse):
-        q, k, v, out, lse = ctx.saved_tensors
-        dq, dk, dv = bwd_impl(dout, q, k, v, out, lse, *ctx.args)
-        return dq, dk, dv, None, None, None, None, None, None
+        return _gradients(ctx, dout, bwd_impl)
 
 
 def attention(

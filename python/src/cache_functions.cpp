@@ -39,11 +39,6 @@ std::string canonical_config(const std::string& config_json) {
   return to_json(canonicalize(config_from_json(nlohmann::json::parse(config_json)))).dump();
 }
 
-std::string kernel_name(const std::string& config_json) {
-  return codegen::kernel_base_name(
-      canonicalize(config_from_json(nlohmann::json::parse(config_json))));
-}
-
 nlohmann::json build_one(const FmhaKernelConfig& config, const fs::path& root) {
   nlohmann::json r = {{"kernel", codegen::kernel_base_name(config)}, {"config", to_json(config)}};
   const auto start = std::chrono::steady_clock::now();
@@ -134,7 +129,6 @@ void add_cache_functions(nb::module_& m) {
       "default_cache_dir", [] { return cache::default_cache_root().string(); },
       "FMHA_JIT_CACHE_DIR, else $XDG_CACHE_HOME/fmha-jit, else ~/.cache/fmha-jit.");
   m.def("canonical_config", &canonical_config, arg("config_json"));
-  m.def("kernel_name", &kernel_name, arg("config_json"));
   m.def("prebuild", &prebuild, arg("document_json"), arg("cache_dir").none(), arg("jobs"),
         unlocked);
   m.def("cache_info", &cache_info, arg("cache_dir").none(), unlocked);

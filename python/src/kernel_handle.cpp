@@ -80,7 +80,6 @@ class Kernel {
   }
 
   const std::string& key() const { return setup_.key; }
-  std::string config() const { return to_json(setup_.config).dump(); }
   std::string source() const { return std::string(to_string(setup_.source)); }
   double build_time_s() const { return setup_.build_time_s; }
   const std::vector<std::string>& kernel_symbols() const { return setup_.runner->kernel_symbols(); }
@@ -176,7 +175,6 @@ void add_kernel(nb::module_& m) {
       .def(nb::init<const std::string&, const std::optional<std::string>&, bool>(),
            arg("config_json"), arg("cache_dir").none() = nb::none(), arg("load") = true, unlocked)
       .def_prop_ro("key", &Kernel::key)
-      .def_prop_ro("config_json", &Kernel::config)
       .def_prop_ro("source", &Kernel::source)
       .def_prop_ro("build_time_s", &Kernel::build_time_s)
       .def_prop_ro("kernel_symbols", &Kernel::kernel_symbols)
