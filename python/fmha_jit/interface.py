@@ -173,9 +173,8 @@ def flash_attn_func(
         mask, left, right = "causal_bottom_right", -1, -1
     else:
         mask = "sliding_window"
-    _check_call(q, k, v, "bshd", mask)
     result, lse = ops.attention(q, k, v, "bshd", mask, left, right, scale, bool(deterministic),
-                                bool(return_lse), out)
+                                bool(return_lse), out, _check_call)
     return (result, lse) if return_lse else result
 
 
@@ -203,13 +202,19 @@ def scaled_dot_product_attention(
     if dropout_p != 0.0:
         raise ValueError(f"dropout_p is {dropout_p}; accepted: 0.0 (no dropout)")
     mask = "causal_top_left" if is_causal else "none"
-    _check_call(query, key, value, "bhsd", mask)
-    if not enable_gqa and query.shape[1] != key.shape[1]:
+    if (
+        not enable_gqa
+        and isinstance(query, Tensor)
+        and isinstance(key, Tensor)
+        and query.dim() == 4 == key.dim()
+        and query.size(1) != key.size(1)
+    ):
         raise ValueError(
-            f"query has {query.shape[1]} heads and key {key.shape[1]}; accepted: equal heads, or "
+            f"query has {query.size(1)} heads and key {key.size(1)}; accepted: equal heads, or "
             "enable_gqa=True for a multiple"
         )
     s = _check_scale("scale", scale)
     deterministic = torch.are_deterministic_algorithms_enabled()
-    out, _ = ops.attention(query, key, value, "bhsd", mask, -1, -1, s, deterministic, False)
+    out, _ = ops.attention(query, key, value, "bhsd", mask, -1, -1, s, deterministic, False, None,
+                           _check_call)
     return out

@@ -79,9 +79,9 @@ _current_device = getattr(torch._C, "_cuda_getDevice", None) or torch.cuda.curre
 
 class _FwdPlan:
     """What a forward of one call signature launches, worked out on the signature's first call:
-    the kernel, its Shape and workspace size, and the output's allocation."""
+    the kernel, its Shape and workspace size, and the output's shape, strides and device."""
 
-    __slots__ = ("launch", "shape", "need", "alloc_shape", "swap", "lse_shape", "index")
+    __slots__ = ("launch", "shape", "need", "out_shape", "out_stride", "lse_shape", "index")
 
 
 _fwd_plans = {}
@@ -89,13 +89,7 @@ _fwd_plans = {}
 atexit.register(_fwd_plans.clear)
 
 
-def _fwd_plan(q, k, v, layout, mask, window_left, window_right, softmax_scale, with_lse):
-    swap = q.stride(1) < q.stride(2)
-    key = (q.shape, k.shape, v.shape, q.dtype, q.device, swap, layout, mask, window_left,
-           window_right, softmax_scale, with_lse)
-    plan = _fwd_plans.get(key)
-    if plan is not None:
-        return plan
+def _new_fwd_plan(q, k, v, layout, mask, window_left, window_right, softmax_scale, with_lse):
     bshd = layout == "bshd"
     b, hq, hk, sq, sk, dq, dv = _dims(q, k, v, bshd)
     index = q.device.index
@@ -105,22 +99,52 @@ def _fwd_plan(q, k, v, layout, mask, window_left, window_right, softmax_scale, w
     plan.shape, plan.need = entry.shape(
         (bshd, b, hq, hk, sq, sk, dq, dv, softmax_scale, window_left, window_right)
     )
+    # The output keeps q's memory order of dims 1 and 2 (_empty_like_layout), allocated at once
+    # with its strides: a transposed view would cost a second tensor per call.
     d0, d1, d2, _ = q.shape
-    plan.swap = swap
-    plan.alloc_shape = (d0, d2, d1, dv) if swap else (d0, d1, d2, dv)
+    swap = q.stride(1) < q.stride(2)
+    plan.out_shape = (d0, d1, d2, dv)
+    plan.out_stride = (d1 * d2 * dv, dv, d1 * dv, 1) if swap else (d1 * d2 * dv, d2 * dv, dv, 1)
     plan.lse_shape = (b, hq, sq) if with_lse else None
     plan.index = index
-    if len(_fwd_plans) >= 4096:  # a server that sees every length: bound the memo
-        _fwd_plans.clear()
-    _fwd_plans[key] = plan
     return plan
+
+
+def _fwd_plan(q, k, v, layout, mask, window_left, window_right, softmax_scale, with_lse,
+              check=None):
+    """The memoised plan of the call's signature. A new signature is first passed to `check`
+    (the public call's validation, which names a bad argument), so a signature that has a plan
+    has been checked and a repeated call costs one key and one lookup."""
+    # q's strides stand for its memory order, which the output follows; the key is read without
+    # assuming four dims, which `check` verifies.
+    key = (q.shape, k.shape, v.shape, q.stride(), q.dtype, k.dtype, v.dtype, q.get_device(),
+           k.get_device(), v.get_device(), layout, mask, window_left, window_right, softmax_scale,
+           with_lse)
+    plan = _fwd_plans.get(key)
+    if plan is None:
+        if check is not None:
+            check(q, k, v, layout, mask)
+        plan = _new_fwd_plan(q, k, v, layout, mask, window_left, window_right, softmax_scale,
+                             with_lse)
+        if len(_fwd_plans) >= 4096:  # a server that sees every length: bound the memo
+            _fwd_plans.clear()
+        _fwd_plans[key] = plan
+    return plan
+
+
+def _in_place(t: Tensor, name: str):
+    """(data_ptr, strides) of `t`, or of the copy _aligned makes when the kernels cannot read it
+    in place: each is read from torch once per call."""
+    stride, ptr = t.stride(), t.data_ptr()
+    if stride[3] == 1 and not ((stride[0] | stride[1] | stride[2]) & 7) and not (ptr & 15):
+        return ptr, stride
+    t = _aligned(t, name)
+    return t.data_ptr(), t.stride()
 
 
 def _check_out(out: Tensor, q: Tensor, plan: _FwdPlan) -> None:
     """A caller's output tensor, which the kernel writes in place: no copy is made for it."""
-    shape = plan.alloc_shape
-    if plan.swap:
-        shape = (shape[0], shape[2], shape[1], shape[3])
+    shape = plan.out_shape
     if type(out) is not Tensor:
         raise TypeError(f"out must be a torch.Tensor or None, got {type(out).__name__}")
     if out.shape != shape or out.dtype != q.dtype or out.device != q.device:
@@ -138,24 +162,24 @@ def _check_out(out: Tensor, q: Tensor, plan: _FwdPlan) -> None:
 
 def _run_fwd(plan: _FwdPlan, q: Tensor, k: Tensor, v: Tensor, out: Optional[Tensor] = None):
     if out is None:
-        out = q.new_empty(plan.alloc_shape)
-        if plan.swap:
-            out = out.transpose(1, 2)
+        out = q.new_empty_strided(plan.out_shape, plan.out_stride)
     else:
         _check_out(out, q, plan)
     lse = q.new_empty(plan.lse_shape, dtype=torch.float32) if plan.lse_shape else None
-    q, k, v = _aligned(q, "q"), _aligned(k, "k"), _aligned(v, "v")
+    q_ptr, q_stride = _in_place(q, "q")
+    k_ptr, k_stride = _in_place(k, "k")
+    v_ptr, v_stride = _in_place(v, "v")
     need = plan.need
     workspace = q.new_zeros(need, dtype=torch.uint8) if need else None
     plan.launch(
         _stream(plan.index),
         plan.shape,
-        q.data_ptr(),
-        q.stride(),
-        k.data_ptr(),
-        k.stride(),
-        v.data_ptr(),
-        v.stride(),
+        q_ptr,
+        q_stride,
+        k_ptr,
+        k_stride,
+        v_ptr,
+        v_stride,
         out.data_ptr(),
         out.stride(),
         lse.data_ptr() if lse is not None else 0,
@@ -176,10 +200,13 @@ def forward(
     softmax_scale: Optional[float],
     with_lse: bool = True,
     out: Optional[Tensor] = None,
+    check=None,
 ) -> Tuple[Tensor, Optional[Tensor]]:
     """(out, lse); without `with_lse` the kernel that stores no LSE runs and lse is None. A given
-    `out` is written in place (checked: its shape, dtype, device and strides)."""
-    plan = _fwd_plan(q, k, v, layout, mask, window_left, window_right, softmax_scale, with_lse)
+    `out` is written in place (checked: its shape, dtype, device and strides). `check` validates
+    a signature not seen before (_fwd_plan)."""
+    plan = _fwd_plan(q, k, v, layout, mask, window_left, window_right, softmax_scale, with_lse,
+                     check)
     if plan.index != _current_device():
         with torch.cuda.device(plan.index):
             return _run_fwd(plan, q, k, v, out)
@@ -366,31 +393,43 @@ def attention(
     deterministic: bool,
     want_lse: bool = True,
     out: Optional[Tensor] = None,
+    check=None,
 ) -> Tuple[Tensor, Optional[Tensor]]:
-    """(out, lse) of checked inputs: the custom op while torch traces (torch.compile, fake or
-    functional tensors, a dispatch mode such as make_fx's), else the eager path. An eager call
-    that needs no gradient and no LSE runs the kernel that stores none (lse is None). `out`, for
-    calls that need no gradient, receives the output."""
+    """(out, lse) of the public call's arguments; `check(q, k, v, layout, mask)` validates them
+    (the public call's own checks, memoised by it), and runs before anything reads the tensors.
+    The custom op runs while torch traces (torch.compile, fake or functional tensors, a dispatch
+    mode such as make_fx's), else the eager path. An eager call that needs no gradient and no LSE
+    runs the kernel that stores none (lse is None); its repeated signatures skip `check`, whose
+    verdict their memoised plan holds. `out`, for calls that need no gradient, receives the
+    output."""
+    eager = (
+        type(q) is Tensor
+        and type(k) is Tensor
+        and type(v) is Tensor
+        and not torch.compiler.is_compiling()
+        and _current_dispatch_mode() is None
+    )
+    if eager and not (
+        torch.is_grad_enabled() and (q.requires_grad or k.requires_grad or v.requires_grad)
+    ):
+        return forward(q, k, v, layout, mask, window_left, window_right, softmax_scale, want_lse,
+                       out, check)
+    if check is not None:
+        check(q, k, v, layout, mask)
     grad = torch.is_grad_enabled() and (q.requires_grad or k.requires_grad or v.requires_grad)
     if out is not None and grad:
         raise ValueError(
             "out is given while q, k or v requires grad; accepted: out=None for a call autograd "
             "records (an output written in place cannot be differentiated)"
         )
-    if (
-        torch.compiler.is_compiling()
-        or type(q) is not Tensor
-        or _current_dispatch_mode() is not None
-    ):
-        result, lse = torch.ops.fmha_jit.fwd(
-            q, k, v, layout, mask, window_left, window_right, softmax_scale, deterministic
-        )
-        if out is not None:
-            out.copy_(result)
-            result = out
-        return result, lse
-    if grad:
+    if eager:  # with grad
         return _Attention.apply(
             q, k, v, layout, mask, window_left, window_right, softmax_scale, deterministic
         )
-    return forward(q, k, v, layout, mask, window_left, window_right, softmax_scale, want_lse, out)
+    result, lse = torch.ops.fmha_jit.fwd(
+        q, k, v, layout, mask, window_left, window_right, softmax_scale, deterministic
+    )
+    if out is not None:
+        out.copy_(result)
+        result = out
+    return result, lse
