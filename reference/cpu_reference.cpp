@@ -52,25 +52,40 @@ void require_data(const void* p, const char* what) {
   if (p == nullptr) throw std::invalid_argument(std::string("attention reference: null ") + what);
 }
 
-// Scaled scores of query row i (packed in q) against the keys of span r of a packed K head, into
-// scores[0, r.hi - r.lo); keys of the span that the row does not see get -inf. Returns their
-// log-sum-exp.
-double row_scores(const AttentionShape& s, int i, const double* q, const std::vector<double>& khead,
-                  IndexSpan r, std::vector<double>& scores) {
+// Scaled (and, with the softcap, capped) scores of query row i of head h (packed in q) against
+// the keys of span r of a packed K head, into scores[0, r.hi - r.lo); keys of the span that the row
+// does not see get -inf. With the softcap, slopes gets the cap's derivative 1 - tanh^2 per score.
+// Returns their log-sum-exp, the head's sink included.
+double row_scores(const AttentionShape& s, int h, int i, const double* q,
+                  const std::vector<double>& khead, IndexSpan r, std::vector<double>& scores,
+                  std::vector<double>& slopes) {
   scores.resize(static_cast<size_t>(r.hi - r.lo));
-  double m = kNegInf;
+  if (s.has_softcap()) slopes.assign(scores.size(), 0.0);
+  const bool has_sink = s.sinks != nullptr;
+  const double sink = has_sink ? static_cast<double>(s.sinks[h]) : kNegInf;
+  double m = sink;
   for (int j = r.lo; j < r.hi; ++j) {
-    const double x =
-        key_visible(s, i, j)
-            ? s.scale * dot(q, khead.data() + static_cast<size_t>(j) * s.hdim_q, s.hdim_q)
-            : kNegInf;
+    double x = kNegInf;
+    if (key_visible(s, i, j)) {
+      x = s.scale * dot(q, khead.data() + static_cast<size_t>(j) * s.hdim_q, s.hdim_q);
+      if (s.has_softcap()) {
+        const double t = std::tanh(x / s.softcap);
+        x = s.softcap * t;
+        slopes[j - r.lo] = 1 - t * t;
+      }
+    }
     scores[j - r.lo] = x;
     m = std::max(m, x);
   }
   if (std::isinf(m)) return m;  // only with infinite inputs; keeps exp(x - m) away from inf - inf
-  double sum = 0;
+  double sum = has_sink ? std::exp(sink - m) : 0.0;
   for (double x : scores) sum += std::exp(x - m);
   return m + std::log(sum);
+}
+
+// A row's share of the gradient of its head's sink: -exp(sink - LSE) D.
+double sink_gradient_term(double sink, double lse, double d_i) {
+  return sink == kNegInf ? 0.0 : -std::exp(sink - lse) * d_i;
 }
 
 double work(const AttentionShape& s) {
@@ -90,18 +105,19 @@ void forward_impl(const AttentionShape& s, BasicTensorView<T> q, BasicTensorView
   // One task per (batch, query head).
   parallel_for(s.batch * s.nhead_q, work(s), [&](int task) {
     const int b = task / s.nhead_q, h = task % s.nhead_q, hk = h / group;
-    std::vector<double> khead, vhead, qrow, scores, acc;
+    std::vector<double> khead, vhead, qrow, scores, slopes, acc;
     load_head(k, b, hk, s.seqlen_k, s.hdim_q, khead);
     load_head(v, b, hk, s.seqlen_k, s.hdim_v, vhead);
     for (int i = 0; i < s.seqlen_q; ++i) {
       const IndexSpan r = visible_key_span(s, i);
       T* orow = o.row(b, h, i);
-      double row_lse = kNegInf;
+      // A row that sees no key has only the sink in its denominator.
+      double row_lse = s.sinks != nullptr ? static_cast<double>(s.sinks[h]) : kNegInf;
       if (r.empty()) {
         std::fill(orow, orow + s.hdim_v, T(0));
       } else {
         load_row(q.row(b, h, i), s.hdim_q, qrow);
-        row_lse = row_scores(s, i, qrow.data(), khead, r, scores);
+        row_lse = row_scores(s, h, i, qrow.data(), khead, r, scores, slopes);
         acc.assign(static_cast<size_t>(s.hdim_v), 0.0);
         for (int j = r.lo; j < r.hi; ++j) {
           const double p = std::exp(scores[j - r.lo] - row_lse);  // 0 where masked
@@ -121,7 +137,7 @@ template <typename T>
 void backward_impl(const AttentionShape& s, BasicTensorView<T> q, BasicTensorView<T> k,
                    BasicTensorView<T> v, BasicTensorView<T> o, BasicTensorView<T> d_o, const T* lse,
                    BasicMutableTensorView<T> dq, BasicMutableTensorView<T> dk,
-                   BasicMutableTensorView<T> dv) {
+                   BasicMutableTensorView<T> dv, T* d_sinks) {
   validate(s);
   require_data(q.data, "q");
   require_data(k.data, "k");
@@ -134,38 +150,56 @@ void backward_impl(const AttentionShape& s, BasicTensorView<T> q, BasicTensorVie
   const int group = s.nhead_q / s.nhead_k;
   const size_t dqk = static_cast<size_t>(s.hdim_q);
   const size_t dvo = static_cast<size_t>(s.hdim_v);
+  // Each (batch, query head)'s share of its sink's gradient, summed over the batches in order
+  // once every task is done.
+  const bool sink_grads = s.sinks != nullptr && d_sinks != nullptr;
+  std::vector<double> dsink_shares(sink_grads ? static_cast<size_t>(s.batch) * s.nhead_q : 0, 0.0);
   // One task per (batch, kv head): it owns dK and dV of that head and dQ of its query heads.
   parallel_for(s.batch * s.nhead_k, 2.5 * work(s), [&](int task) {
     const int b = task / s.nhead_k, hk = task % s.nhead_k;
-    std::vector<double> khead, vhead, qrow, dorow, scores, dqrow;
+    std::vector<double> khead, vhead, qrow, dorow, scores, slopes, dqrow;
     load_head(k, b, hk, s.seqlen_k, s.hdim_q, khead);
     load_head(v, b, hk, s.seqlen_k, s.hdim_v, vhead);
     // fp64 accumulators of dK and dV, summed over the query heads of the group.
     std::vector<double> dk_acc(static_cast<size_t>(s.seqlen_k) * dqk, 0.0);
     std::vector<double> dv_acc(static_cast<size_t>(s.seqlen_k) * dvo, 0.0);
     for (int h = hk * group; h < (hk + 1) * group; ++h) {
+      double* dsink_share =
+          sink_grads ? &dsink_shares[static_cast<size_t>(b) * s.nhead_q + h] : nullptr;
       for (int i = 0; i < s.seqlen_q; ++i) {
         const IndexSpan r = visible_key_span(s, i);
         T* dqout = dq.row(b, h, i);
+        const T* given_lse = lse != nullptr
+                                 ? lse + (static_cast<int64_t>(b) * s.nhead_q + h) * s.seqlen_q + i
+                                 : nullptr;
         if (r.empty()) {
           std::fill(dqout, dqout + s.hdim_q, T(0));
+          if (dsink_share != nullptr) {
+            // The sink is the row's whole denominator (LSE = sink).
+            load_row(d_o.row(b, h, i), s.hdim_v, dorow);
+            const double sink = static_cast<double>(s.sinks[h]);
+            *dsink_share += sink_gradient_term(
+                sink, given_lse != nullptr ? static_cast<double>(*given_lse) : sink,
+                dot(dorow.data(), o.row(b, h, i), s.hdim_v));
+          }
           continue;
         }
         load_row(q.row(b, h, i), s.hdim_q, qrow);
         load_row(d_o.row(b, h, i), s.hdim_v, dorow);
-        double row_lse = row_scores(s, i, qrow.data(), khead, r, scores);
-        if (lse != nullptr) {
-          row_lse =
-              static_cast<double>(lse[(static_cast<int64_t>(b) * s.nhead_q + h) * s.seqlen_q + i]);
-        }
+        double row_lse = row_scores(s, h, i, qrow.data(), khead, r, scores, slopes);
+        if (given_lse != nullptr) row_lse = static_cast<double>(*given_lse);
         const double d_i = dot(dorow.data(), o.row(b, h, i), s.hdim_v);
+        if (dsink_share != nullptr) {
+          *dsink_share += sink_gradient_term(static_cast<double>(s.sinks[h]), row_lse, d_i);
+        }
         dqrow.assign(dqk, 0.0);
         for (int j = r.lo; j < r.hi; ++j) {
           if (!key_visible(s, i, j)) continue;
           const double p = std::exp(scores[j - r.lo] - row_lse);
           const double* krow = khead.data() + static_cast<size_t>(j) * dqk;
           const double* vrow = vhead.data() + static_cast<size_t>(j) * dvo;
-          const double ds_scaled = s.scale * p * (dot(dorow.data(), vrow, s.hdim_v) - d_i);
+          double ds_scaled = s.scale * p * (dot(dorow.data(), vrow, s.hdim_v) - d_i);
+          if (s.has_softcap()) ds_scaled *= slopes[j - r.lo];
           double* dkj = dk_acc.data() + static_cast<size_t>(j) * dqk;
           double* dvj = dv_acc.data() + static_cast<size_t>(j) * dvo;
           for (int d = 0; d < s.hdim_q; ++d) {
@@ -186,6 +220,11 @@ void backward_impl(const AttentionShape& s, BasicTensorView<T> q, BasicTensorVie
       for (int d = 0; d < s.hdim_v; ++d) dvout[d] = static_cast<T>(dvj[d]);
     }
   });
+  for (int h = 0; h < s.nhead_q && sink_grads; ++h) {
+    double sum = 0;
+    for (int b = 0; b < s.batch; ++b) sum += dsink_shares[static_cast<size_t>(b) * s.nhead_q + h];
+    d_sinks[h] = static_cast<T>(sum);
+  }
 }
 
 }  // namespace
@@ -205,14 +244,15 @@ void attention_forward(const AttentionShape& shape, TensorViewF64 q, TensorViewF
 
 void attention_backward(const AttentionShape& shape, TensorView q, TensorView k, TensorView v,
                         TensorView o, TensorView d_o, const float* lse, MutableTensorView dq,
-                        MutableTensorView dk, MutableTensorView dv) {
-  backward_impl(shape, q, k, v, o, d_o, lse, dq, dk, dv);
+                        MutableTensorView dk, MutableTensorView dv, float* d_sinks) {
+  backward_impl(shape, q, k, v, o, d_o, lse, dq, dk, dv, d_sinks);
 }
 
 void attention_backward(const AttentionShape& shape, TensorViewF64 q, TensorViewF64 k,
                         TensorViewF64 v, TensorViewF64 o, TensorViewF64 d_o, const double* lse,
-                        MutableTensorViewF64 dq, MutableTensorViewF64 dk, MutableTensorViewF64 dv) {
-  backward_impl(shape, q, k, v, o, d_o, lse, dq, dk, dv);
+                        MutableTensorViewF64 dq, MutableTensorViewF64 dk, MutableTensorViewF64 dv,
+                        double* d_sinks) {
+  backward_impl(shape, q, k, v, o, d_o, lse, dq, dk, dv, d_sinks);
 }
 
 }  // namespace fmha_jit::reference

@@ -27,6 +27,9 @@ namespace fmha_jit::reference {
 // O = softmax(scale * Q K^T + mask) V and LSE = log sum_j exp(scale * q . k_j) over visible keys
 // (natural log). lse is [B, Hq, Sq] contiguous and may be null. Rows that see no key get O = 0 and
 // LSE = -inf. Q: [B, Hq, Sq, Dq], K: [B, Hk, Sk, Dq], V: [B, Hk, Sk, Dv], O: [B, Hq, Sq, Dv].
+// The shape's score modifiers apply (shape.hpp): with the softcap the scores are capped before the
+// mask and the softmax, and a head's sink joins every LSE of that head (a row that sees no key then
+// has LSE = sink).
 void attention_forward(const AttentionShape& shape, TensorView q, TensorView k, TensorView v,
                        MutableTensorView o, float* lse);
 void attention_forward(const AttentionShape& shape, TensorViewF64 q, TensorViewF64 k,
@@ -38,13 +41,17 @@ void attention_forward(const AttentionShape& shape, TensorViewF64 q, TensorViewF
 // dK and dV summed over the query heads sharing a kv head. When lse is non-null it is used for P
 // (as the kernels do: pass the forward's LSE); when null, LSE is recomputed in fp64. Rows that see
 // no key contribute nothing and get dQ = 0; keys that no row sees get dK = dV = 0. dK and dV are
-// overwritten, not accumulated into.
+// overwritten, not accumulated into. With the softcap, dS is multiplied by the cap's derivative
+// 1 - tanh^2(scale * q . k / softcap) before both products. With sinks, d_sinks (nhead_q entries,
+// overwritten; may be null) receives d_sink_h = -sum over the rows i of head h, all batches, of
+// exp(sink_h - LSE_i) D_i.
 void attention_backward(const AttentionShape& shape, TensorView q, TensorView k, TensorView v,
                         TensorView o, TensorView d_o, const float* lse, MutableTensorView dq,
-                        MutableTensorView dk, MutableTensorView dv);
+                        MutableTensorView dk, MutableTensorView dv, float* d_sinks = nullptr);
 void attention_backward(const AttentionShape& shape, TensorViewF64 q, TensorViewF64 k,
                         TensorViewF64 v, TensorViewF64 o, TensorViewF64 d_o, const double* lse,
-                        MutableTensorViewF64 dq, MutableTensorViewF64 dk, MutableTensorViewF64 dv);
+                        MutableTensorViewF64 dq, MutableTensorViewF64 dk, MutableTensorViewF64 dv,
+                        double* d_sinks = nullptr);
 
 // ---------------------------------------------------------------------------------------------
 // Low-precision rounding (round to nearest, ties to even; IEEE overflow to infinity; NaN stays NaN)

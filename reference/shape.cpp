@@ -1,5 +1,6 @@
 #include "shape.hpp"
 
+#include <cmath>
 #include <stdexcept>
 #include <string>
 
@@ -41,6 +42,10 @@ void validate(const AttentionShape& s) {
   }
   if (s.window_left < -1) bad_field("window_left", s.window_left, "-1 (unbounded) or >= 0");
   if (s.window_right < -1) bad_field("window_right", s.window_right, "-1 (unbounded) or >= 0");
+  if (!(std::isfinite(s.softcap) && s.softcap >= 0)) {
+    throw std::invalid_argument("attention reference: softcap = " + std::to_string(s.softcap) +
+                                "; accepted: a finite positive number, or 0 (no softcap)");
+  }
 }
 
 }  // namespace fmha_jit::reference

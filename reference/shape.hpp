@@ -46,12 +46,22 @@ struct AttentionShape {
   int window_left = -1;       // sliding window only; -1 = unbounded
   int window_right = -1;      // sliding window only; -1 = unbounded
   double scale = 1.0;         // softmax scale applied to Q K^T
+  // > 0: each scaled score s becomes softcap * tanh(s / softcap) before the mask and the softmax;
+  // 0: scores are used as they are.
+  double softcap = 0.0;
+  // Null, or nhead_q fp32 logits that the caller keeps alive: sinks[h] joins the softmax
+  // denominator of every row of query head h as one more score (already scaled, never capped) with
+  // no value row. LSE = log(exp(sinks[h]) + sum_j exp(s_j)); a row that sees no key gets O = 0 and
+  // LSE = sinks[h].
+  const float* sinks = nullptr;
 
   int group() const { return nhead_q / nhead_k; }  // query heads per kv head
+  bool has_softcap() const { return softcap > 0; }
 };
 
 // Throws std::invalid_argument naming the offending field, its value and what is accepted
-// (non-positive sizes, nhead_q not a multiple of nhead_k, unknown mask kind, window < -1).
+// (non-positive sizes, nhead_q not a multiple of nhead_k, unknown mask kind, window < -1, a
+// softcap that is negative or not finite).
 void validate(const AttentionShape& shape);
 
 template <typename T>

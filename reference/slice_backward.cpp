@@ -4,7 +4,9 @@
 // Two passes, so that every output is summed by one task in a fixed order: pass A runs over blocks
 // of query rows (LSE, D, and dQ = scale * dS K), pass B over blocks of keys (dV = P^T dO and
 // dK = scale * dS^T Q, over the group's query heads in order). Both recompute the scores; pass B
-// takes the LSE and D that pass A used.
+// takes the LSE and D that pass A used. With the softcap, dS carries the cap's derivative
+// 1 - tanh^2 (the scale stays outside, as without it). A sink's gradient, -sum_i exp(sink - LSE_i)
+// D_i, is left per row by pass A and summed in row order afterwards.
 #include <stdexcept>
 #include <string>
 
@@ -32,13 +34,15 @@ void check_slice(const AttentionShape& s, const BackwardInputsView& in, int batc
   }
 }
 
-// One query head of the group, packed: rows and columns of Q and dO, and what pass A leaves for
-// pass B (the LSE P is computed with, D = rowsum(dO * O)).
+// One query head of the group, packed: rows and columns of Q and dO, its sink, and what pass A
+// leaves for pass B (the LSE P is computed with, D = rowsum(dO * O)) and for the sink's gradient
+// (each row's term).
 template <typename Real>
 struct QueryHead {
   int head = 0;
+  Real sink = 0;
   std::vector<Real> q, qt, d_o, d_ot;
-  std::vector<Real> lse, delta;
+  std::vector<Real> lse, delta, dsink_terms;
 };
 
 // The kv head, packed.
@@ -59,7 +63,8 @@ class SliceBackward {
         in_(in),
         batch_(batch),
         own_lse_(own_lse),
-        scale_(static_cast<Real>(s.scale)) {}
+        scale_(static_cast<Real>(s.scale)),
+        cap_(s.has_softcap() ? static_cast<Real>(s.softcap) : Real(0)) {}
 
   BackwardSlice run(int head_k) {
     const int group = s_.group();
@@ -77,6 +82,10 @@ class SliceBackward {
       h.d_ot = slice::pack_columns<Real>(in_.d_o, batch_, h.head, s_.seqlen_q, s_.hdim_v);
       h.lse.assign(static_cast<size_t>(s_.seqlen_q), slice::kNegInf<Real>);
       h.delta.assign(static_cast<size_t>(s_.seqlen_q), Real(0));
+      if (s_.sinks != nullptr) {
+        h.sink = static_cast<Real>(s_.sinks[h.head]);
+        h.dsink_terms.assign(static_cast<size_t>(s_.seqlen_q), Real(0));
+      }
     }
     BackwardSlice out;
     out.dq.assign(static_cast<size_t>(group) * s_.seqlen_q * s_.hdim_q, 0.0);
@@ -94,6 +103,13 @@ class SliceBackward {
       const int j0 = task * kRowBlock;
       keys(j0, std::min(j0 + kRowBlock, s_.seqlen_k), out);
     });
+    if (s_.sinks != nullptr) {
+      for (const QueryHead<Real>& h : heads_) {
+        Real sum = 0;
+        for (Real term : h.dsink_terms) sum += term;
+        out.dsinks.push_back(static_cast<double>(sum));
+      }
+    }
     return out;
   }
 
@@ -105,6 +121,8 @@ class SliceBackward {
         slice::block_span(i0, i1, [&](int i) { return visible_key_span(s_, i); });
     const int width = std::max(span.hi - span.lo, 0);
     std::vector<Real> x(static_cast<size_t>(rows) * width), dp(x.size());
+    // The cap's derivative per score, when the softcap is on.
+    std::vector<Real> slope(cap_ > 0 ? x.size() : 0);
     if (width > 0) {
       slice::dot_block(h.q.data() + static_cast<size_t>(i0) * dq_dim, size_t(dq_dim), rows,
                        kv_.kt.data() + span.lo, size_t(s_.seqlen_k), width, dq_dim, x.data(),
@@ -121,31 +139,41 @@ class SliceBackward {
       const Real* do_row = h.d_o.data() + static_cast<size_t>(i) * dv_dim;
       Real delta = 0;
       for (int d = 0; d < dv_dim; ++d) delta += do_row[d] * static_cast<Real>(o_row[d]);
+      Real* slope_r = slope.empty() ? nullptr : slope.data() + static_cast<size_t>(r) * width;
       bool sees_key = false;
-      Real m = slice::kNegInf<Real>;
       for (int w = 0; w < width; ++w) {
         const bool visible = key_visible(s_, i, span.lo + w);
-        xr[w] = visible ? xr[w] * scale_ : slice::kNegInf<Real>;
         sees_key = sees_key || visible;
-        m = std::max(m, xr[w]);
-      }
-      Real lse = static_cast<Real>(in_.lse[lse_index(h.head, i)]);
-      if (own_lse_) {
-        lse = m;
-        if (m != slice::kNegInf<Real>) {
-          Real sum = 0;
-          for (int w = 0; w < width; ++w) sum += std::exp(xr[w] - m);
-          lse = m + std::log(sum);
+        if (!visible) {
+          xr[w] = slice::kNegInf<Real>;
+          continue;
+        }
+        xr[w] *= scale_;
+        if (slope_r != nullptr) {
+          const slice::CappedScore<Real> c = slice::soft_cap(xr[w], cap_);
+          xr[w] = c.score;
+          slope_r[w] = c.slope;
         }
       }
+      const bool has_sink = !h.dsink_terms.empty();
+      const Real lse = own_lse_ ? slice::row_lse(xr, width, has_sink ? &h.sink : nullptr)
+                                : static_cast<Real>(in_.lse[lse_index(h.head, i)]);
       h.lse[static_cast<size_t>(i)] = lse;
       h.delta[static_cast<size_t>(i)] = delta;
+      // The sink's probability is exp(sink - LSE); a sink of -inf has none (and would make a row
+      // that sees no key -inf - -inf).
+      if (has_sink && h.sink != slice::kNegInf<Real>) {
+        h.dsink_terms[static_cast<size_t>(i)] = -std::exp(h.sink - lse) * delta;
+      }
       // x becomes dS (rounded as the kernel rounds it), 0 where masked and in a row that sees no
       // key (whose dQ stays 0).
       for (int w = 0; w < width; ++w) {
-        xr[w] = !sees_key || xr[w] == slice::kNegInf<Real>
-                    ? Real(0)
-                    : arith_.round(std::exp(xr[w] - lse) * (dpr[w] - delta));
+        if (!sees_key || xr[w] == slice::kNegInf<Real>) {
+          xr[w] = 0;
+          continue;
+        }
+        const Real ds = std::exp(xr[w] - lse) * (dpr[w] - delta);
+        xr[w] = arith_.round(slope_r != nullptr ? ds * slope_r[w] : ds);
       }
     }
     // dQ = scale * dS K, each row summed over its keys in order; keys outermost so that a K row
@@ -195,8 +223,15 @@ class SliceBackward {
             xr[w] = dpr[w] = 0;
             continue;
           }
-          const Real p = std::exp(xr[w] * scale_ - h.lse[static_cast<size_t>(i)]);
-          dpr[w] = arith_.round(p * (dpr[w] - h.delta[static_cast<size_t>(i)]));
+          Real score = xr[w] * scale_, slope = 1;
+          if (cap_ > 0) {
+            const slice::CappedScore<Real> c = slice::soft_cap(score, cap_);
+            score = c.score;
+            slope = c.slope;
+          }
+          const Real p = std::exp(score - h.lse[static_cast<size_t>(i)]);
+          const Real ds = p * (dpr[w] - h.delta[static_cast<size_t>(i)]);
+          dpr[w] = arith_.round(cap_ > 0 ? ds * slope : ds);
           xr[w] = arith_.round(p);
         }
       }
@@ -239,6 +274,7 @@ class SliceBackward {
   const int batch_;
   const bool own_lse_;
   const Real scale_;
+  const Real cap_;  // > 0: softcap
   KeyHead<Real> kv_;
   std::vector<QueryHead<Real>> heads_;
 };

@@ -26,13 +26,23 @@ void check_slice(const AttentionShape& s, TensorView q, TensorView k, TensorView
   }
 }
 
-// Rows [i0, i1) of the slice: scores against the block's key span, the row's LSE (fp64 or fp32,
-// with the max subtracted), P = exp(x - LSE) rounded by the arithmetic, O = sum P V accumulated in
-// Real and rounded on output.
+// The slice's constants in the arithmetic's precision, as a kernel holds them (floats for lowp).
+template <typename Real>
+struct RowConstants {
+  Real scale;
+  Real cap;   // > 0: softcap
+  Real sink;  // used when has_sink
+  bool has_sink;
+};
+
+// Rows [i0, i1) of the slice: scores against the block's key span (capped when the softcap is on),
+// the row's LSE (fp64 or fp32, with the max subtracted, the sink in its sum), P = exp(x - LSE)
+// rounded by the arithmetic, O = sum P V accumulated in Real and rounded on output.
 template <typename Arith>
-void forward_rows(const AttentionShape& s, const Arith& arith, typename Arith::Real scale,
-                  const typename Arith::Real* q, const typename Arith::Real* kt,
-                  const typename Arith::Real* v, int i0, int i1, ForwardSlice& out) {
+void forward_rows(const AttentionShape& s, const Arith& arith,
+                  const RowConstants<typename Arith::Real>& c, const typename Arith::Real* q,
+                  const typename Arith::Real* kt, const typename Arith::Real* v, int i0, int i1,
+                  ForwardSlice& out) {
   using Real = typename Arith::Real;
   const int rows = i1 - i0, dq = s.hdim_q, dv = s.hdim_v;
   const IndexSpan span = slice::block_span(i0, i1, [&](int i) { return visible_key_span(s, i); });
@@ -47,20 +57,19 @@ void forward_rows(const AttentionShape& s, const Arith& arith, typename Arith::R
   for (int r = 0; r < rows; ++r) {
     const int i = i0 + r;
     Real* xr = x.data() + static_cast<size_t>(r) * width;
-    Real m = slice::kNegInf<Real>;
     for (int j = span.lo; j < span.hi; ++j) {
       Real& xj = xr[j - span.lo];
-      xj = key_visible(s, i, j) ? xj * scale : slice::kNegInf<Real>;
-      m = std::max(m, xj);
+      if (!key_visible(s, i, j)) {
+        xj = slice::kNegInf<Real>;
+        continue;
+      }
+      xj *= c.scale;
+      if (c.cap > 0) xj = slice::soft_cap(xj, c.cap).score;
     }
-    Real lse = slice::kNegInf<Real>;
-    if (m != slice::kNegInf<Real>) {
-      Real sum = 0;
-      for (int w = 0; w < width; ++w) sum += std::exp(xr[w] - m);
-      lse = m + std::log(sum);
-    }
+    const Real lse = slice::row_lse(xr, width, c.has_sink ? &c.sink : nullptr);
     out.lse[static_cast<size_t>(i)] = static_cast<double>(lse);
-    // x becomes P, 0 where masked and in a row that sees no key (whose O stays 0).
+    // x becomes P, 0 where masked and in a row that sees no key (whose O stays 0, also when a sink
+    // makes its LSE finite).
     for (int w = 0; w < width; ++w) {
       xr[w] = xr[w] == slice::kNegInf<Real> ? Real(0) : arith.round(std::exp(xr[w] - lse));
     }
@@ -93,12 +102,13 @@ ForwardSlice forward_slice(const AttentionShape& s, const Arith& arith, TensorVi
   ForwardSlice out;
   out.o.assign(static_cast<size_t>(s.seqlen_q) * s.hdim_v, 0.0);
   out.lse.assign(static_cast<size_t>(s.seqlen_q), 0.0);
-  // The scale in the arithmetic's precision, as a kernel holds it (a float for lowp).
-  const Real scale = static_cast<Real>(s.scale);
+  const RowConstants<Real> c{
+      static_cast<Real>(s.scale), s.has_softcap() ? static_cast<Real>(s.softcap) : Real(0),
+      s.sinks != nullptr ? static_cast<Real>(s.sinks[head_q]) : Real(0), s.sinks != nullptr};
   const int blocks = (s.seqlen_q + kRowBlock - 1) / kRowBlock;
   parallel_for(blocks, slice::slice_work(s, 1, s.hdim_q + s.hdim_v), [&](int block) {
     const int i0 = block * kRowBlock;
-    forward_rows(s, arith, scale, qp.data(), kt.data(), vp.data(), i0,
+    forward_rows(s, arith, c, qp.data(), kt.data(), vp.data(), i0,
                  std::min(i0 + kRowBlock, s.seqlen_q), out);
   });
   return out;

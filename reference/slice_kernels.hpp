@@ -31,6 +31,32 @@ struct KernelLike {
 template <typename Real>
 constexpr Real kNegInf = -std::numeric_limits<Real>::infinity();
 
+// A softcapped score and the derivative of the cap: softcap * tanh(s / softcap) and
+// 1 - tanh^2(s / softcap), in Real (fp32 for lowp, as a kernel computes the tanh).
+template <typename Real>
+struct CappedScore {
+  Real score;
+  Real slope;
+};
+
+template <typename Real>
+CappedScore<Real> soft_cap(Real s, Real cap) {
+  const Real t = std::tanh(s / cap);
+  return {cap * t, Real(1) - t * t};
+}
+
+// log(exp(*sink) + sum_w exp(x[w])) with the maximum subtracted first; the sink term only when
+// sink is non-null. Masked scores are -inf; -inf when every term is.
+template <typename Real>
+Real row_lse(const Real* x, int n, const Real* sink) {
+  Real m = sink != nullptr ? *sink : kNegInf<Real>;
+  for (int w = 0; w < n; ++w) m = std::max(m, x[w]);
+  if (m == kNegInf<Real>) return m;
+  Real sum = sink != nullptr ? std::exp(*sink - m) : Real(0);
+  for (int w = 0; w < n; ++w) sum += std::exp(x[w] - m);
+  return m + std::log(sum);
+}
+
 // Rows per task of the row-parallel passes, keys per task of the key-parallel one: small enough
 // to spread a causal slice's uneven rows over 16 threads, large enough that each packed column
 // chunk read in dot_block serves many rows.

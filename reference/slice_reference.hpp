@@ -17,6 +17,9 @@
 // the kernels do: O is an input of the backward, and its rounding to the dtype is the caller's, not
 // an error of the kernel under test. lowp uses the given fp32 LSE, as the kernels do.
 //
+// The score modifiers of AttentionShape (softcap, sinks) apply to both, each in its own precision:
+// lowp caps in fp32 as a kernel does. ref64's own LSE includes the sink.
+//
 // Every row and every key of the slice is computed, over all threads (parallel.hpp); each output
 // element is summed by one thread in a fixed order, so results do not depend on the thread count.
 #pragma once
@@ -28,7 +31,7 @@
 namespace fmha_jit::reference {
 
 // One (batch, query head) of a forward: O is Sq x Dv row-major, LSE has Sq entries (natural log;
-// -inf for a row that sees no key, whose O is 0).
+// for a row that sees no key, whose O is 0: the head's sink, or -inf without sinks).
 struct ForwardSlice {
   std::vector<double> o;
   std::vector<double> lse;
@@ -36,11 +39,14 @@ struct ForwardSlice {
 
 // One (batch, kv head) of a backward: dQ of the group's query heads, group x Sq x Dq (query head
 // hk * group + g at index g), dK Sk x Dq and dV Sk x Dv, all row-major. dK and dV sum the group's
-// query heads.
+// query heads. With sinks, dsinks holds this batch's share of the gradient of each of the group's
+// sinks (index g as in dQ; the gradient of a sink sums its head's shares over the batches); it is
+// empty without sinks. lowp keeps it in fp32, as the kernels' sink gradient is.
 struct BackwardSlice {
   std::vector<double> dq;
   std::vector<double> dk;
   std::vector<double> dv;
+  std::vector<double> dsinks;
 };
 
 template <typename Slice>
