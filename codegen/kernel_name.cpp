@@ -12,6 +12,7 @@ std::string_view to_string(StageRole role) {
     case StageRole::bwd_dkdv: return "dkdv";
     case StageRole::bwd_dq_dk_dv: return "dq_dk_dv";
     case StageRole::bwd_convert_dq: return "convert_dq";
+    case StageRole::bwd_dsinks: return "dsinks";
   }
   return "?";
 }

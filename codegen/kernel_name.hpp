@@ -18,6 +18,7 @@ enum class StageRole : std::uint8_t {
   bwd_dkdv,        // dK and dV (reference)
   bwd_dq_dk_dv,    // dK, dV and the fp32 dQ partial sums in one pass over the keys (mma_sm80)
   bwd_convert_dq,  // dQ = scale * the fp32 sums, in the dtype (mma_sm80)
+  bwd_dsinks,      // the sinks' gradient, summed per head in a fixed order (sinks configs)
 };
 std::string_view to_string(StageRole role);
 

@@ -36,6 +36,9 @@ RenderedEntry render_entry(const FmhaKernelConfig& c, const EntrySpec& spec) {
   constant("int", "kMaskKind", std::to_string(static_cast<int>(c.mask)));
   constant("bool", "kWriteLse", c.lse ? "true" : "false");
   constant("bool", "kDeterministic", c.deterministic ? "true" : "false");
+  constant("bool", "kVarlen", c.varlen ? "true" : "false");
+  constant("bool", "kSinks", c.sinks ? "true" : "false");
+  constant("bool", "kSoftcap", c.softcap ? "true" : "false");
   constant("int", "kBlockM", std::to_string(c.block_m));
   constant("int", "kBlockN", std::to_string(c.block_n));
   constant("int", "kNumWarps", std::to_string(c.num_warps));

@@ -16,9 +16,9 @@ namespace fmha_jit::dispatch {
 
 // The device templates read these structs by value: pin the layout the host builds.
 static_assert(sizeof(FmhaStrides) == 24);
-static_assert(sizeof(FmhaFwdParams) == 5 * 8 + 4 * 24 + 9 * 4 + 4);
+static_assert(sizeof(FmhaFwdParams) == 5 * 8 + 4 * 24 + 11 * 4 + 4 + 3 * 8 + 2 * 4);
 static_assert(sizeof(FmhaTensorMap) == 128 && alignof(FmhaTensorMap) == 64);
-static_assert(sizeof(FmhaFwdSm90Params) == 4 * 128 + 256);
+static_assert(sizeof(FmhaFwdSm90Params) == 4 * 128 + 320);
 static_assert(offsetof(FmhaBwdSm90Params, bwd) == 5 * 128);
 static_assert(static_cast<int>(MaskKind::none) == FMHA_MASK_NONE);
 static_assert(static_cast<int>(MaskKind::causal_top_left) == FMHA_MASK_CAUSAL_TOP_LEFT);
@@ -46,17 +46,20 @@ void check_pointer(const char* name, const void* ptr, std::size_t alignment, boo
   }
 }
 
+// A packed batch's tensors are one sequence of all its tokens: their batch strides are never
+// stepped and pass as 0 (common/sequence.h advances the rows instead).
 FmhaStrides strides_of(const char* name, const TensorStrides& s, std::size_t alignment,
-                       std::size_t element_bytes) {
+                       std::size_t element_bytes, bool packed) {
   const std::size_t per = alignment / element_bytes;
-  for (auto [what, value] : {std::pair{"batch", s.batch}, {"head", s.head}, {"row", s.row}}) {
+  const std::int64_t batch = packed ? 0 : s.batch;
+  for (auto [what, value] : {std::pair{"batch", batch}, {"head", s.head}, {"row", s.row}}) {
     if (value < 0 || (per > 1 && value % static_cast<std::int64_t>(per) != 0)) {
       throw FieldError(ErrorCode::invalid_argument, std::string(name) + " " + what + " stride",
                        std::to_string(value),
                        "a non-negative multiple of " + std::to_string(per) + " elements");
     }
   }
-  return {s.batch, s.head, s.row};
+  return {batch, s.head, s.row};
 }
 
 // Refuses strides of an output under which two of its elements share an address: the CTAs'
@@ -110,10 +113,10 @@ FmhaFwdParams forward_tensor_params(const FmhaKernelConfig& c, const FmhaProblem
   params.k = t.k;
   params.v = t.v;
   params.o = t.o;
-  params.q_strides = strides_of("q", p.q_stride(), align, 2);
-  params.k_strides = strides_of("k", p.k_stride(), align, 2);
-  params.v_strides = strides_of("v", p.v_stride(), align, 2);
-  params.o_strides = strides_of("o", p.o_stride(), align, 2);
+  params.q_strides = strides_of("q", p.q_stride(), align, 2, p.varlen());
+  params.k_strides = strides_of("k", p.k_stride(), align, 2, p.varlen());
+  params.v_strides = strides_of("v", p.v_stride(), align, 2, p.varlen());
+  params.o_strides = strides_of("o", p.o_stride(), align, 2, p.varlen());
   params.batch = static_cast<int>(p.batch);
   params.nhead_q = static_cast<int>(p.nhead_q);
   params.nhead_k = static_cast<int>(p.nhead_k);
@@ -122,8 +125,43 @@ FmhaFwdParams forward_tensor_params(const FmhaKernelConfig& c, const FmhaProblem
   params.window_left = p.window_left;
   params.window_right = p.window_right;
   params.scale = p.softmax_scale();
-  params.scale_log2 = params.scale * 1.4426950408889634f;
+  constexpr float kLog2e = 1.4426950408889634f;
+  params.scale_log2 = params.scale * kLog2e;
+  if (c.softcap) {
+    // The capped scores are already scaled (common/score_mods.h).
+    params.softcap = p.softcap;
+    params.softcap_scale = params.scale / p.softcap;
+    params.scale_log2 = kLog2e;
+  }
+  if (p.varlen()) {
+    params.cu_seqlens_q = p.cu_seqlens_q;
+    params.cu_seqlens_k = p.cu_seqlens_k;
+    params.total_q = static_cast<int>(p.total_q);
+    params.total_k = static_cast<int>(p.total_k);
+  }
   return params;
+}
+
+// The sink logits a sinks kernel reads, or none for a kernel without them (which would ignore
+// the caller's: a different attention than asked for).
+const float* sinks_of(const FmhaKernelConfig& c, const float* sinks) {
+  check_pointer("sinks", sinks, sizeof(float), c.sinks);
+  if (sinks && !c.sinks) {
+    throw FieldError(ErrorCode::invalid_argument, "sinks",
+                     std::to_string(reinterpret_cast<std::uintptr_t>(sinks)),
+                     "null (the kernel's config has sinks = false; set up a config with sinks = "
+                     "true to use them)");
+  }
+  return sinks;
+}
+
+// Output strides of a tensor with `rows` query or key rows per sequence: a packed batch is one
+// sequence of all its tokens.
+void check_output_strides_of(const char* name, const FmhaProblem& p, const TensorStrides& s,
+                             std::int64_t heads, bool query_rows, std::int64_t hdim) {
+  const std::int64_t rows =
+      p.varlen() ? (query_rows ? p.total_q : p.total_k) : (query_rows ? p.seqlen_q : p.seqlen_k);
+  check_output_strides(name, s, p.varlen() ? 1 : p.batch, heads, rows, hdim);
 }
 
 }  // namespace
@@ -139,6 +177,20 @@ void check_problem(const FmhaKernelConfig& c, const FmhaProblem& p) {
                 std::to_string(c.hdim_v) + " (the kernel's hdim_v)");
   }
   kernels::family_of(c.impl).check_problem(c, p);
+  if (c.varlen != p.varlen()) {
+    bad_problem(!p.cu_seqlens_q && p.cu_seqlens_k ? "cu_seqlens_k" : "cu_seqlens_q",
+                p.varlen() ? "set" : "null",
+                c.varlen ? "device arrays of batch + 1 int32 (the kernel's config has varlen = "
+                           "true: a packed batch)"
+                         : "null (the kernel's config has varlen = false: a dense batch; set up a "
+                           "config with varlen = true for packed sequences)");
+  }
+  if (c.softcap != (p.softcap != 0)) {
+    bad_problem("softcap", std::to_string(p.softcap),
+                c.softcap ? "> 0 (the kernel's config has softcap = true)"
+                          : "0 (the kernel's config has softcap = false; set up a config with "
+                            "softcap = true to cap the scores)");
+  }
   // Window sizes only mean something to a sliding-window kernel; silently ignoring them would run
   // a different attention than the caller asked for.
   if (c.mask != MaskKind::sliding_window && (p.window_left != -1 || p.window_right != -1)) {
@@ -160,7 +212,8 @@ FmhaFwdParams make_fwd_params(const FmhaKernelConfig& c, const FmhaProblem& p,
   }
   FmhaFwdParams params = forward_tensor_params(c, p, t);
   params.lse = t.lse;
-  check_output_strides("o", p.o_stride(), p.batch, p.nhead_q, p.seqlen_q, p.hdim_v);
+  params.sinks = sinks_of(c, t.sinks);
+  check_output_strides_of("o", p, p.o_stride(), p.nhead_q, true, p.hdim_v);
   return params;
 }
 
@@ -181,13 +234,21 @@ FmhaBwdParams make_bwd_params(const FmhaKernelConfig& c, const FmhaProblem& p, c
   params.d_q = t.d_q;
   params.d_k = t.d_k;
   params.d_v = t.d_v;
-  params.do_strides = strides_of("d_o", p.do_stride(), align, 2);
-  params.dq_strides = strides_of("d_q", p.dq_stride(), align, 2);
-  params.dk_strides = strides_of("d_k", p.dk_stride(), align, 2);
-  params.dv_strides = strides_of("d_v", p.dv_stride(), align, 2);
-  check_output_strides("d_q", p.dq_stride(), p.batch, p.nhead_q, p.seqlen_q, p.hdim_q);
-  check_output_strides("d_k", p.dk_stride(), p.batch, p.nhead_k, p.seqlen_k, p.hdim_q);
-  check_output_strides("d_v", p.dv_stride(), p.batch, p.nhead_k, p.seqlen_k, p.hdim_v);
+  params.do_strides = strides_of("d_o", p.do_stride(), align, 2, p.varlen());
+  params.dq_strides = strides_of("d_q", p.dq_stride(), align, 2, p.varlen());
+  params.dk_strides = strides_of("d_k", p.dk_stride(), align, 2, p.varlen());
+  params.dv_strides = strides_of("d_v", p.dv_stride(), align, 2, p.varlen());
+  check_output_strides_of("d_q", p, p.dq_stride(), p.nhead_q, true, p.hdim_q);
+  check_output_strides_of("d_k", p, p.dk_stride(), p.nhead_k, false, p.hdim_q);
+  check_output_strides_of("d_v", p, p.dv_stride(), p.nhead_k, false, p.hdim_v);
+  params.fwd.sinks = sinks_of(c, t.sinks);
+  check_pointer("d_sinks", t.d_sinks, sizeof(float), c.sinks);
+  if (t.d_sinks && !c.sinks) {
+    throw FieldError(ErrorCode::invalid_argument, "d_sinks",
+                     std::to_string(reinterpret_cast<std::uintptr_t>(t.d_sinks)),
+                     "null (the kernel's config has sinks = false)");
+  }
+  params.d_sinks = t.d_sinks;
   if (workspace) place_bwd_workspace(params, c, p, workspace);
   // The launch-order fields' neutral values; a family that plans them (the Hopper backward) sets
   // them per call.
@@ -206,6 +267,9 @@ void place_bwd_workspace(FmhaBwdParams& params, const FmhaKernelConfig& c, const
   }
   if (w.semaphores != kernels::BwdWorkspaceLayout::npos) {
     params.semaphores = reinterpret_cast<int*>(base + w.semaphores);
+  }
+  if (w.dsink_rows != kernels::BwdWorkspaceLayout::npos) {
+    params.dsink_rows = reinterpret_cast<float*>(base + w.dsink_rows);
   }
   if (w.split_dkdv != kernels::BwdWorkspaceLayout::npos) {
     params.split_dkdv = reinterpret_cast<float*>(base + w.split_dkdv);

@@ -56,6 +56,8 @@ struct BwdWorkspaceLayout {
   static constexpr std::size_t npos = static_cast<std::size_t>(-1);
   std::size_t dq_accum = npos, dq_accum_bytes = 0;
   std::size_t semaphores = npos, semaphores_bytes = 0;
+  // Sinks configs: each row's term of the sinks' gradient, one float per LSE entry.
+  std::size_t dsink_rows = npos;
   // A family's own scratch after those (the Hopper backward's split tail), cleared by its kernels.
   std::size_t split_dkdv = npos, split_counters = npos, split_bytes = 0;
   std::size_t total = 0;
@@ -93,6 +95,10 @@ class FamilyLauncher {
   virtual void run_fwd(LaunchContext& launch, const FmhaProblem& problem, FmhaFwdParams& params);
   virtual void run_bwd(LaunchContext& launch, const FmhaProblem& problem, FmhaBwdParams& params);
 };
+
+// For a family whose kernels take neither packed variable-length batches nor score modifiers
+// (sinks, softcap): the phrase its gap() returns for a config that asks for one, else empty.
+std::string packed_and_modifier_gap(const FmhaKernelConfig& config);
 
 class KernelFamily {
  public:

@@ -92,17 +92,24 @@ ResolvedConfig resolve(const FmhaKernelConfig& given) {
 
   ResolvedConfig out;
   if (c.impl == KernelImpl::automatic) {
-    std::string passed_over;
+    std::string passed_over, every_gap;
     for (const KernelFamily* f : families()) {
       if (!f->targets(arch)) continue;
       if (const std::string gap = f->gap(c); !gap.empty()) {
         if (passed_over.empty()) {
           passed_over = std::string(to_string(f->impl())) + " does not serve " + gap;
         }
+        every_gap += (every_gap.empty() ? "" : "; ") + std::string(to_string(f->impl())) +
+                     " does not serve " + gap;
         continue;
       }
       out.family = f;
       break;
+    }
+    // An axis no family on this arch takes yet (packed batches and the score modifiers on AMD).
+    if (out.family == nullptr) {
+      reject("arch", "\"" + c.arch + "\"",
+             "an arch with a kernel family for this config (" + every_gap + ")");
     }
     if (!passed_over.empty()) {
       out.fallback_reason = passed_over + "; using " + std::string(to_string(out.family->impl())) +

@@ -90,6 +90,15 @@ struct FmhaKernelConfig {
   bool deterministic = false;  // bwd only: bit-identical dQ/dK/dV from run to run
   MaskKind mask = MaskKind::none;
   bool lse = true;  // fwd only: also write the log-sum-exp (needed by a later backward)
+  // Packed variable-length batches: per-sequence offsets and lengths read from the problem's
+  // cu_seqlens (include/fmha_jit/problem.hpp), masks applied per sequence.
+  bool varlen = false;
+  // Per-head sink logits (FwdTensors::sinks) join each row's softmax denominator; the backward
+  // also yields their gradient.
+  bool sinks = false;
+  // The scaled scores s become softcap * tanh(s / softcap) (FmhaProblem::softcap) before the
+  // mask and the softmax.
+  bool softcap = false;
   KernelImpl impl = KernelImpl::automatic;
   // Tile shape and pipeline; 0 = filled by the family's heuristic (kernels/<family>/).
   int block_m = 0;
@@ -118,6 +127,11 @@ void for_each_field(Config& c, Visitor&& visit) {
   visit(FieldInfo{"deterministic", "det", "bwd: ordered dQ/dK/dV accumulation"}, c.deterministic);
   visit(FieldInfo{"mask", "", "mask predicate and tile skipping compiled in"}, c.mask);
   visit(FieldInfo{"lse", "lse", "fwd: the LSE store is compiled in"}, c.lse);
+  visit(FieldInfo{"varlen", "vl", "per-sequence offsets and lengths of packed batches"}, c.varlen);
+  visit(FieldInfo{"sinks", "snk", "sink logits in the softmax denominator (bwd: their gradient)"},
+        c.sinks);
+  visit(FieldInfo{"softcap", "cap", "tanh softcapping of the scores (bwd: its derivative)"},
+        c.softcap);
   visit(FieldInfo{"impl", "", "which kernel family implements the config"}, c.impl);
   visit(FieldInfo{"block_m", "bm", "query rows per thread block"}, c.block_m);
   visit(FieldInfo{"block_n", "bn", "key rows per main-loop iteration"}, c.block_n);

@@ -52,6 +52,9 @@ struct FwdTensors {
   // allocated on first use).
   void* workspace = nullptr;
   std::size_t workspace_bytes = 0;
+  // Sinks configs: [nhead_q] fp32 logits, one per query head, each joining its rows' softmax
+  // denominator (as a score already scaled) with no value row.
+  const float* sinks = nullptr;
 };
 
 // Device pointers of a backward call. o and lse are the forward's outputs.
@@ -69,6 +72,10 @@ struct BwdTensors {
   // allocates it for the call.
   void* workspace = nullptr;
   std::size_t workspace_bytes = 0;
+  // Sinks configs: the forward's sinks, and [nhead_q] fp32 that receives their gradient
+  // (overwritten, not added to).
+  const float* sinks = nullptr;
+  float* d_sinks = nullptr;
 };
 
 // Observes the kernel launches of one run_fwd / run_bwd call (tools time each stage with events
@@ -111,7 +118,8 @@ class FmhaRunner {
 };
 
 // The backward's scratch memory for one problem, per buffer (bytes, each rounded up to 256):
-//   d_rowsum:   D = rowsum(dO * O), fp32 per query row (every impl);
+//   d_rowsum:   D = rowsum(dO * O), fp32 per query row (every impl), and for sinks configs each
+//               row's term of the sinks' gradient;
 //   dq_accum:   fp32 dQ sums the key tiles add into (mma_sm80);
 //   semaphores: one arrival counter per query tile ordering those additions (mma_sm80,
 //               deterministic only) - the whole memory price of the deterministic mode;

@@ -19,6 +19,10 @@ std::vector<StageLaunch> tiled_stages(const KernelFamily& family, const FmhaKern
                                     u32(p.batch)};
   std::vector<StageLaunch> stages;
   for (codegen::StageRole role : family.stage_roles(c)) {
+    if (role == codegen::StageRole::bwd_dsinks) {
+      stages.push_back({role, {u32(p.nhead_q), 1, 1}, {u32(kFmhaDsinksThreads), 1, 1}, 0});
+      continue;
+    }
     const bool per_key = role == codegen::StageRole::bwd_dq_dk_dv;
     stages.push_back({role,
                       per_key ? per_key_tile : per_query_tile,
@@ -41,6 +45,7 @@ BwdWorkspaceLayout bwd_workspace_with(const FmhaKernelConfig& c, const FmhaProbl
   if (c.family != Family::bwd) return w;
   const auto rows = static_cast<std::size_t>(p.lse_elements());  // B x Hq x Sq
   w.d_rowsum = append_to_workspace(w, rows * sizeof(float));
+  if (c.sinks) w.dsink_rows = append_to_workspace(w, rows * sizeof(float));
   if (dq_sums) {
     // fp32 dQ sums, [B, Hq, Sq, hdim_q] contiguous, added to by every key tile.
     w.dq_accum_bytes = rows * static_cast<std::size_t>(c.hdim_q) * sizeof(float);

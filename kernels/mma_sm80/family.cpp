@@ -14,17 +14,18 @@ std::string stage_call(StageRole role) {
   switch (role) {
     case StageRole::fwd:
       return smem +
-             "fmha_fwd_sm80<Element, kHdimQ, kHdimV, kMaskKind, kWriteLse, kBlockM, kBlockN, "
-             "kNumWarps, kStages>(p, smem);";
+             "fmha_fwd_sm80<Element, kHdimQ, kHdimV, kMaskKind, kWriteLse, kVarlen, kSinks, "
+             "kSoftcap, kBlockM, kBlockN, kNumWarps, kStages>(p, smem);";
     case StageRole::bwd_dot_do_o:
       return "fmha_bwd_sm80_dot_do_o<Element, kHdimQ, kHdimV, kBlockM, kNumWarps, "
-             "kDeterministic>(p);";
+             "kDeterministic, kVarlen, kSinks>(p);";
     case StageRole::bwd_dq_dk_dv:
       return smem +
              "fmha_bwd_sm80_dq_dk_dv<Element, kHdimQ, kHdimV, kMaskKind, kDeterministic, "
-             "kBlockM, kBlockN, kNumWarps, kStages>(p, smem);";
+             "kVarlen, kSoftcap, kBlockM, kBlockN, kNumWarps, kStages>(p, smem);";
     case StageRole::bwd_convert_dq:
-      return "fmha_bwd_sm80_convert_dq<Element, kHdimQ, kBlockM, kNumWarps>(p);";
+      return "fmha_bwd_sm80_convert_dq<Element, kHdimQ, kBlockM, kNumWarps, kVarlen>(p);";
+    case StageRole::bwd_dsinks: return "fmha_bwd_dsinks<kVarlen, kFmhaDsinksThreads>(p);";
     case StageRole::bwd_dq:
     case StageRole::bwd_dkdv: break;
   }
@@ -54,7 +55,10 @@ class MmaSm80Family final : public KernelFamily {
 
   std::vector<StageRole> stage_roles(const FmhaKernelConfig& c) const override {
     if (c.family == Family::fwd) return {StageRole::fwd};
-    return {StageRole::bwd_dot_do_o, StageRole::bwd_dq_dk_dv, StageRole::bwd_convert_dq};
+    std::vector<StageRole> roles{StageRole::bwd_dot_do_o, StageRole::bwd_dq_dk_dv,
+                                 StageRole::bwd_convert_dq};
+    if (c.sinks) roles.push_back(StageRole::bwd_dsinks);
+    return roles;
   }
   codegen::EntrySpec entry_spec(const FmhaKernelConfig& c) const override {
     codegen::EntrySpec spec;
@@ -62,7 +66,8 @@ class MmaSm80Family final : public KernelFamily {
     spec.threads = c.num_warps * 32;
     for (StageRole role : stage_roles(c)) {
       spec.stages.push_back({role, role == StageRole::fwd ? "FmhaFwdParams" : "FmhaBwdParams",
-                             "kThreads", stage_call(role)});
+                             role == StageRole::bwd_dsinks ? "kFmhaDsinksThreads" : "kThreads",
+                             stage_call(role)});
     }
     return spec;
   }

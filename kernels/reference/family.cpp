@@ -23,7 +23,8 @@ std::string stage_call(StageRole role) {
     case StageRole::bwd_dkdv:
       return "fmha_reference_bwd_dkdv<Element, kHdimQ, kHdimV, kMaskKind, kThreads>(p);";
     case StageRole::bwd_dq_dk_dv:
-    case StageRole::bwd_convert_dq: break;
+    case StageRole::bwd_convert_dq:
+    case StageRole::bwd_dsinks: break;
   }
   return "";
 }
@@ -33,6 +34,7 @@ class ReferenceFamily final : public KernelFamily {
   KernelImpl impl() const override { return KernelImpl::reference; }
   bool targets(const ArchInfo&) const override { return true; }
   std::string_view archs_served() const override { return "every arch"; }
+  std::string gap(const FmhaKernelConfig& c) const override { return packed_and_modifier_gap(c); }
 
   TileShape default_tile(const ArchInfo& arch, const FmhaKernelConfig&) const override {
     // One block per row; 128 threads give each warp (wavefront) a strided share of the keys and

@@ -42,7 +42,8 @@ std::string stage_call(const FmhaKernelConfig& c, StageRole role) {
       return call.replace(call.rfind("(p)"), 3, "(p.bwd)");
     }
     case StageRole::bwd_dq:
-    case StageRole::bwd_dkdv: break;
+    case StageRole::bwd_dkdv:
+    case StageRole::bwd_dsinks: break;
   }
   return "";
 }

@@ -41,6 +41,7 @@ const std::vector<int>& served_hdims(Family family) {
 }
 
 std::string config_gap(const FmhaKernelConfig& c) {
+  if (std::string gap = packed_and_modifier_gap(c); !gap.empty()) return gap;
   if (c.hdim_q != c.hdim_v) return "hdim_q != hdim_v";
   const std::vector<int>& served = served_hdims(c.family);
   if (std::find(served.begin(), served.end(), c.hdim_q) == served.end()) {

@@ -102,6 +102,7 @@
 #pragma once
 
 #include "bwd/fmha_bwd_memory_sm80.h"
+#include "bwd/fmha_bwd_sinks.h"
 #include "bwd/fmha_bwd_sm80_dq_dk_dv.h"
 #include "common/copy_sm80.h"
 #include "common/fmha_params.h"
@@ -109,12 +110,14 @@
 #include "common/mma_sm80.h"
 #include "common/numeric.h"
 #include "common/platform.h"
+#include "common/sequence.h"
 #include "common/softmax.h"
 
 // ---------------------------------------------------------------------------------------------
 // Stage 1: D = rowsum(dO * O); clears dq_accum rows and semaphores.
 
-template <class Element, int kHdimQ, int kHdimV, int kBlockM, int kNumWarps, bool kDeterministic>
+template <class Element, int kHdimQ, int kHdimV, int kBlockM, int kNumWarps, bool kDeterministic,
+          bool kVarlen, bool kSinks>
 FMHA_DEVICE void fmha_bwd_sm80_dot_do_o(const FmhaBwdParams& p) {
   enum {
     kThreads = kNumWarps * 32,
@@ -126,19 +129,22 @@ FMHA_DEVICE void fmha_bwd_sm80_dot_do_o(const FmhaBwdParams& p) {
     kPasses = (kBlockM + kRowsPerPass - 1) / kRowsPerPass,
   };
   static_assert(kHdimV % 32 == 0 && kHdimQ % 32 == 0, "hdim must be a multiple of 32");
-  const FmhaFwdParams& f = p.fwd;
   const int tid = fmha_thread_idx();
   const int m_block = fmha_block_idx_x();
   const int h = fmha_block_idx_y();
   const int b = fmha_block_idx_z();
+  const FmhaFwdParams& f = p.fwd;
+  const FmhaSequence seq = fmha_sequence<kVarlen>(f, b);
   const int m0 = m_block * kBlockM;
-  const int rows_valid = min(kBlockM, f.seqlen_q - m0);
-  const fmha_index_t stat0 = (static_cast<fmha_index_t>(b) * f.nhead_q + h) * f.seqlen_q + m0;
+  if (kVarlen && m0 >= seq.seqlen_q) return;  // past this sequence's rows
+  const int rows_valid = min(kBlockM, seq.seqlen_q - m0);
+  const fmha_index_t stat0 = fmha_row_stat0<kVarlen>(f, seq, b, h) + m0;
+  const float sink = kSinks ? f.sinks[h] : 0.f;
 
   const Element* do_ptr = static_cast<const Element*>(p.d_o) + b * p.do_strides.batch +
-                          h * p.do_strides.head + m0 * p.do_strides.row;
+                          h * p.do_strides.head + (seq.q_row0 + m0) * p.do_strides.row;
   const Element* o_ptr = static_cast<const Element*>(f.o) + b * f.o_strides.batch +
-                         h * f.o_strides.head + m0 * f.o_strides.row;
+                         h * f.o_strides.head + (seq.q_row0 + m0) * f.o_strides.row;
   const int sub = tid % kRowThreads;
 #pragma unroll
   for (int pass = 0; pass < kPasses; ++pass) {
@@ -171,7 +177,15 @@ FMHA_DEVICE void fmha_bwd_sm80_dot_do_o(const FmhaBwdParams& p) {
     // Every lane takes part (the loop bounds are uniform), so the shuffles are well defined.
 #pragma unroll
     for (int off = kRowThreads / 2; off > 0; off /= 2) sum += fmha_shfl_xor(sum, off);
-    if (sub == 0 && r < rows_valid) p.d_rowsum[stat0 + r] = sum;
+    if (sub == 0 && r < rows_valid) {
+      p.d_rowsum[stat0 + r] = sum;
+      // The sink's share of the row's softmax is exp(sink - LSE); its gradient term is that
+      // share times (0 - D): the sink has no value row (bwd/fmha_bwd_sinks.h sums the terms).
+      if (kSinks) {
+        const float share = fmha_exp2((sink - f.lse[stat0 + r]) * FMHA_LOG2E);
+        p.dsink_rows[stat0 + r] = -share * sum;
+      }
+    }
   }
 
   // dq_accum rows [m0, m0 + rows_valid) are one contiguous span (row stride kHdimQ).
@@ -181,6 +195,7 @@ FMHA_DEVICE void fmha_bwd_sm80_dot_do_o(const FmhaBwdParams& p) {
     for (int i = tid; i < n4; i += kThreads) fmha_st_global_f32x4(acc + i * 4, 0.f, 0.f, 0.f, 0.f);
   }
   if (kDeterministic && tid == 0) {
+    // Counted over the longest sequence in a packed batch, as the workspace is.
     const int num_m = (f.seqlen_q + kBlockM - 1) / kBlockM;
     p.semaphores[(static_cast<fmha_index_t>(b) * f.nhead_q + h) * num_m + m_block] = 0;
   }
@@ -204,20 +219,21 @@ FMHA_DEVICE void fmha_bwd_sm80_dot_do_o(const FmhaBwdParams& p) {
 // ---------------------------------------------------------------------------------------------
 // Stage 3: dQ = scale * dq_accum.
 
-template <class Element, int kHdimQ, int kBlockM, int kNumWarps>
+template <class Element, int kHdimQ, int kBlockM, int kNumWarps, bool kVarlen>
 FMHA_DEVICE void fmha_bwd_sm80_convert_dq(const FmhaBwdParams& p) {
   enum { kThreads = kNumWarps * 32, kChunks = kHdimQ / 8, kTotal = kBlockM * kChunks };
   using Mma = FmhaMmaSm80<Element>;
-  const FmhaFwdParams& f = p.fwd;
   const int tid = fmha_thread_idx();
   const int h = fmha_block_idx_y();
   const int b = fmha_block_idx_z();
+  const FmhaFwdParams& f = p.fwd;
+  const FmhaSequence seq = fmha_sequence<kVarlen>(f, b);
   const int m0 = fmha_block_idx_x() * kBlockM;
-  const int rows_valid = min(kBlockM, f.seqlen_q - m0);
-  const float* acc =
-      p.dq_accum + ((static_cast<fmha_index_t>(b) * f.nhead_q + h) * f.seqlen_q + m0) * kHdimQ;
+  if (kVarlen && m0 >= seq.seqlen_q) return;
+  const int rows_valid = min(kBlockM, seq.seqlen_q - m0);
+  const float* acc = p.dq_accum + (fmha_row_stat0<kVarlen>(f, seq, b, h) + m0) * kHdimQ;
   Element* dq = static_cast<Element*>(p.d_q) + b * p.dq_strides.batch + h * p.dq_strides.head +
-                m0 * p.dq_strides.row;
+                (seq.q_row0 + m0) * p.dq_strides.row;
   const float scale = f.scale;
   for (int i = tid; i < kTotal; i += kThreads) {
     const int row = i / kChunks;

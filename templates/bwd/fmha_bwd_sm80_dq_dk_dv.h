@@ -11,6 +11,8 @@
 #include "common/mma_sm80.h"
 #include "common/numeric.h"
 #include "common/platform.h"
+#include "common/score_mods.h"
+#include "common/sequence.h"
 #include "common/softmax.h"
 
 #ifndef FMHA_BWD_EARLY_POLL
@@ -118,8 +120,8 @@ FMHA_DEVICE void fmha_bwd_gemm_t(float (&acc)[kKT][kQT][4], const AAddr& a_addr,
   }
 }
 
-template <class Element, int kHdimQ, int kHdimV, int kMaskKind, bool kDeterministic, int kBlockM,
-          int kBlockN, int kNumWarps, int kStages>
+template <class Element, int kHdimQ, int kHdimV, int kMaskKind, bool kDeterministic, bool kVarlen,
+          bool kSoftcap, int kBlockM, int kBlockN, int kNumWarps, int kStages>
 FMHA_DEVICE void fmha_bwd_sm80_dq_dk_dv(const FmhaBwdParams& p, char* smem) {
   using Shape = FmhaBwdSm80Shape<kHdimQ, kHdimV, kBlockM, kBlockN, kNumWarps, kStages>;
   using Mma = FmhaMmaSm80<Element>;
@@ -155,20 +157,28 @@ FMHA_DEVICE void fmha_bwd_sm80_dq_dk_dv(const FmhaBwdParams& p, char* smem) {
     kDQPP = kDQP / kSplitC,  // head-dim pairs of dQ per part
   };
 
-  const FmhaFwdParams& f = p.fwd;
   const int tid = fmha_thread_idx();
   const int lane = fmha_lane_id();
   const int warp = fmha_warp_id();
-  // Key tiles in reverse in the deterministic mode (see its protocol in fmha_bwd_sm80.h).
-  const int n_block = kDeterministic ? (f.seqlen_k + kBlockN - 1) / kBlockN - 1 - fmha_block_idx_x()
-                                     : fmha_block_idx_x();
   const int hk = fmha_block_idx_y();
   const int b = fmha_block_idx_z();
+  // A packed batch launches the longest sequence's key tiles for every sequence; those past a
+  // shorter one's keys leave at once (common/sequence.h).
+  const FmhaFwdParams& f = p.fwd;
+  const FmhaSequence seq = fmha_sequence<kVarlen>(f, b);
+  FmhaMaskGeometry lengths;
+  const auto& lens = fmha_lengths<kVarlen>(f, seq, lengths);  // this sequence's lengths
+  // Key tiles in reverse in the deterministic mode (see its protocol in fmha_bwd_sm80.h).
+  const int n_block = kDeterministic
+                          ? (lens.seqlen_k + kBlockN - 1) / kBlockN - 1 - fmha_block_idx_x()
+                          : fmha_block_idx_x();
   const int group = f.nhead_q / f.nhead_k;
   const int n0 = n_block * kBlockN;
-  const int keys_valid = f.seqlen_k - n0;
+  const int keys_valid = lens.seqlen_k - n0;
+  if (kVarlen && (n_block < 0 || keys_valid <= 0)) return;
+  // Semaphores are laid out over the longest sequence's query tiles (the workspace's).
   const int num_m = (f.seqlen_q + kBlockM - 1) / kBlockM;
-  const FmhaKeyRange m_tiles = fmha_bwd_query_tiles<kMaskKind, kBlockM, kBlockN>(n_block, f);
+  const FmhaKeyRange m_tiles = fmha_bwd_query_tiles<kMaskKind, kBlockM, kBlockN>(n_block, lens);
   const int m_count = m_tiles.hi > m_tiles.lo ? m_tiles.hi - m_tiles.lo : 0;
   const int num_iters = group * m_count;  // (query head, query tile) pairs, head-major
 
@@ -184,11 +194,13 @@ FMHA_DEVICE void fmha_bwd_sm80_dq_dk_dv(const FmhaBwdParams& p, char* smem) {
   // Prologue: groups [K V] [tile 0] ... [tile kStages-1].
   fmha_copy_tile_async<KTile, kThreads>(smem_k,
                                         static_cast<const Element*>(f.k) + b * f.k_strides.batch +
-                                            hk * f.k_strides.head + n0 * f.k_strides.row,
+                                            hk * f.k_strides.head +
+                                            (seq.k_row0 + n0) * f.k_strides.row,
                                         f.k_strides.row, keys_valid, tid);
   fmha_copy_tile_async<VTile, kThreads>(smem_v,
                                         static_cast<const Element*>(f.v) + b * f.v_strides.batch +
-                                            hk * f.v_strides.head + n0 * f.v_strides.row,
+                                            hk * f.v_strides.head +
+                                            (seq.k_row0 + n0) * f.v_strides.row,
                                         f.v_strides.row, keys_valid, tid);
   fmha_cp_async_commit();
 
@@ -199,20 +211,20 @@ FMHA_DEVICE void fmha_bwd_sm80_dq_dk_dv(const FmhaBwdParams& p, char* smem) {
       const int g = it / m_count;
       const int h = hk * group + g;
       const int m0 = (m_tiles.lo + it - g * m_count) * kBlockM;
-      const int rows = f.seqlen_q - m0;
+      const int rows = lens.seqlen_q - m0;
       fmha_copy_tile_async<QTile, kThreads>(smem_q + slot * QTile::kBytes,
                                             static_cast<const Element*>(f.q) +
                                                 b * f.q_strides.batch + h * f.q_strides.head +
-                                                m0 * f.q_strides.row,
+                                                (seq.q_row0 + m0) * f.q_strides.row,
                                             f.q_strides.row, rows, tid);
       fmha_copy_tile_async<DoTile, kThreads>(smem_do + slot * DoTile::kBytes,
                                              static_cast<const Element*>(p.d_o) +
                                                  b * p.do_strides.batch + h * p.do_strides.head +
-                                                 m0 * p.do_strides.row,
+                                                 (seq.q_row0 + m0) * p.do_strides.row,
                                              p.do_strides.row, rows, tid);
       // Rows past seqlen_q read LSE = D = 0: with their zero-filled Q and dO that makes P finite
       // and every product they enter exactly 0.
-      const fmha_index_t stat = (static_cast<fmha_index_t>(b) * f.nhead_q + h) * f.seqlen_q + m0;
+      const fmha_index_t stat = fmha_row_stat0<kVarlen>(f, seq, b, h) + m0;
       for (int i = tid; i < 2 * kBlockM; i += kThreads) {
         const bool is_d = i >= kBlockM;
         const int r = is_d ? i - kBlockM : i;
@@ -302,9 +314,9 @@ FMHA_DEVICE void fmha_bwd_sm80_dq_dk_dv(const FmhaBwdParams& p, char* smem) {
 
     // Element-wise mask unless every valid row of the query tile sees every key of the tile (this
     // includes the partial last key tile, whose zero-filled keys must get P = 0).
-    const int row_last = min(m0 + kBlockM, f.seqlen_q) - 1;
-    const bool tile_full = n0 >= fmha_row_keys_i32<kMaskKind>(row_last, f).lo &&
-                           n0 + kBlockN <= fmha_row_keys_i32<kMaskKind>(m0, f).hi;
+    const int row_last = min(m0 + kBlockM, lens.seqlen_q) - 1;
+    const bool tile_full = n0 >= fmha_row_keys_i32<kMaskKind>(row_last, lens).lo &&
+                           n0 + kBlockN <= fmha_row_keys_i32<kMaskKind>(m0, lens).hi;
 
     // ---- Phase A. dP^T = V dO^T first, then S^T = K Q^T in kSplitS column parts, each turned
     // into P and dS and packed to 16 bits as soon as it exists: fp32 S^T / P^T never exists for
@@ -322,7 +334,7 @@ FMHA_DEVICE void fmha_bwd_sm80_dq_dk_dv(const FmhaBwdParams& p, char* smem) {
 #pragma unroll
       for (int hf = 0; hf < 2; ++hf) {
         const FmhaKeyRange qr =
-            fmha_bwd_key_queries<kMaskKind>(n0 + kr0 + kt * 16 + hf * 8 + (lane >> 2), f);
+            fmha_bwd_key_queries<kMaskKind>(n0 + kr0 + kt * 16 + hf * 8 + (lane >> 2), lens);
         mask_lo[kt][hf] = qr.lo - col0;
         mask_hi[kt][hf] = qr.hi - col0;
       }
@@ -371,11 +383,19 @@ FMHA_DEVICE void fmha_bwd_sm80_dq_dk_dv(const FmhaBwdParams& p, char* smem) {
 #pragma unroll
               for (int e = 0; e < 2; ++e) {
                 const int c = nt * 8 + e;
-                float v =
-                    fmha_softmax_exp2(__fmaf_rn(acc_s[kt][nts][2 * hf + e], scale_log2, -lse2[e]));
+                float score = acc_s[kt][nts][2 * hf + e];
+                // Softcap: P of the capped score; dS takes the cap's derivative, 1 - tanh^2
+                // (times the scale, which dQ and dK apply later as without a cap).
+                float t = 0.f;
+                if (kSoftcap) {
+                  t = fmha_tanh(score * f.softcap_scale);
+                  score = f.softcap * t;
+                }
+                float v = fmha_softmax_exp2(__fmaf_rn(score, scale_log2, -lse2[e]));
                 if (masked && (c < mask_lo[kt][hf] || c >= mask_hi[kt][hf])) v = 0.f;
                 pr[e] = v;
                 ds[e] = v * (acc_dp[kt][nt][2 * hf + e] - dsum[e]);
+                if (kSoftcap) ds[e] *= 1.f - t * t;
               }
               const unsigned pv = Mma::pack(pr[0], pr[1]);
               const unsigned dv = Mma::pack(ds[0], ds[1]);
@@ -471,9 +491,8 @@ FMHA_DEVICE void fmha_bwd_sm80_dq_dk_dv(const FmhaBwdParams& p, char* smem) {
     // the next is computed, so that at most kDQPP pairs of fp32 dQ are live beside dK and dV.
     const FmhaFragAddr<STile> dsc = fmha_bwd_fresh(ds_c, 0);
     const FmhaFragAddr<KTile> kc = fmha_bwd_fresh(k_c, 0);
-    float* dq_rows =
-        p.dq_accum + ((static_cast<fmha_index_t>(b) * f.nhead_q + h) * f.seqlen_q + m0) * kHdimQ;
-    const int rows_valid = f.seqlen_q - m0;
+    float* dq_rows = p.dq_accum + (fmha_row_stat0<kVarlen>(f, seq, b, h) + m0) * kHdimQ;
+    const int rows_valid = lens.seqlen_q - m0;
     // This lane's first element; the others are at compile-time offsets from it.
     float* dq_lane = dq_rows + (mr0 + (lane >> 2)) * kHdimQ + warp_dc * 16 + (lane & 3) * 2;
 #if FMHA_BWD_EARLY_POLL == 1
@@ -522,7 +541,7 @@ FMHA_DEVICE void fmha_bwd_sm80_dq_dk_dv(const FmhaBwdParams& p, char* smem) {
       if (kDeterministic && part == 0) {
         if ((kLateRelease ? lane : tid) == 0) {
           const int count =
-              fmha_bwd_key_tiles<kMaskKind, kBlockM, kBlockN>(m_block, f).hi - 1 - n_block;
+              fmha_bwd_key_tiles<kMaskKind, kBlockM, kBlockN>(m_block, lens).hi - 1 - n_block;
           if (sem_seen != count) fmha_semaphore_wait_eq(sem, count);
         }
         if (kLateRelease) {
@@ -584,10 +603,12 @@ FMHA_DEVICE void fmha_bwd_sm80_dq_dk_dv(const FmhaBwdParams& p, char* smem) {
   fmha_sync_threads();
   fmha_bwd_store_tile<KTile, kThreads>(smem_k,
                                        static_cast<Element*>(p.d_k) + b * p.dk_strides.batch +
-                                           hk * p.dk_strides.head + n0 * p.dk_strides.row,
+                                           hk * p.dk_strides.head +
+                                           (seq.k_row0 + n0) * p.dk_strides.row,
                                        p.dk_strides.row, keys_valid, tid);
   fmha_bwd_store_tile<VTile, kThreads>(smem_v,
                                        static_cast<Element*>(p.d_v) + b * p.dv_strides.batch +
-                                           hk * p.dv_strides.head + n0 * p.dv_strides.row,
+                                           hk * p.dv_strides.head +
+                                           (seq.k_row0 + n0) * p.dv_strides.row,
                                        p.dv_strides.row, keys_valid, tid);
 }

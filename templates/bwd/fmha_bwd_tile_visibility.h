@@ -15,8 +15,8 @@
 // overlap or touch, so the union over the tile's valid rows is [lo(first), hi(last)), and every
 // key tile meeting it is seen by some row. A first row whose interval starts at or past seqlen_k
 // means no row sees anything. Both ends never decrease with m_block.
-template <int kMaskKind, int kBlockM, int kBlockN>
-FMHA_DEVICE FmhaKeyRange fmha_bwd_key_tiles(int m_block, const FmhaFwdParams& p) {
+template <int kMaskKind, int kBlockM, int kBlockN, class Params>
+FMHA_DEVICE FmhaKeyRange fmha_bwd_key_tiles(int m_block, const Params& p) {
   const int num_n = (p.seqlen_k + kBlockN - 1) / kBlockN;
   FmhaKeyRange r;
   r.lo = 0;
@@ -38,8 +38,8 @@ FMHA_DEVICE FmhaKeyRange fmha_bwd_key_tiles(int m_block, const FmhaFwdParams& p)
 // The first query tile m in [a, b) whose key tiles reach past n_block (hi(m) > n_block of the
 // function above), or with kLowEnd the first that starts past it (lo(m) > n_block), or b: a
 // binary search, since neither end ever decreases with m.
-template <int kMaskKind, int kBlockM, int kBlockN, bool kLowEnd = false>
-FMHA_DEVICE int fmha_bwd_first_query_tile_past(int n_block, int a, int b, const FmhaFwdParams& p) {
+template <int kMaskKind, int kBlockM, int kBlockN, bool kLowEnd = false, class Params>
+FMHA_DEVICE int fmha_bwd_first_query_tile_past(int n_block, int a, int b, const Params& p) {
   while (a < b) {
     const int mid = (a + b) / 2;
     const FmhaKeyRange seen = fmha_bwd_key_tiles<kMaskKind, kBlockM, kBlockN>(mid, p);
@@ -53,8 +53,8 @@ FMHA_DEVICE int fmha_bwd_first_query_tile_past(int n_block, int a, int b, const 
 
 // Query tiles [lo, hi) that visit key tile n_block: {m : lo(m) <= n_block < hi(m)} of the
 // function above, found by binary search on its two monotone ends.
-template <int kMaskKind, int kBlockM, int kBlockN>
-FMHA_DEVICE FmhaKeyRange fmha_bwd_query_tiles(int n_block, const FmhaFwdParams& p) {
+template <int kMaskKind, int kBlockM, int kBlockN, class Params>
+FMHA_DEVICE FmhaKeyRange fmha_bwd_query_tiles(int n_block, const Params& p) {
   const int num_m = (p.seqlen_q + kBlockM - 1) / kBlockM;
   FmhaKeyRange r;
   r.lo = 0;
@@ -72,8 +72,8 @@ FMHA_DEVICE FmhaKeyRange fmha_bwd_query_tiles(int n_block, const FmhaFwdParams& 
 // in [0, seqlen_k) (its clamps only ever cut keys outside that range); keys past seqlen_k (tile
 // padding) are seen by nobody. 32-bit, with the windows clamped as in fmha_row_keys_i32; the
 // upper end may exceed seqlen_q (padding rows, harmless).
-template <int kMaskKind>
-FMHA_DEVICE FmhaKeyRange fmha_bwd_key_queries(int j, const FmhaFwdParams& p) {
+template <int kMaskKind, class Params>
+FMHA_DEVICE FmhaKeyRange fmha_bwd_key_queries(int j, const Params& p) {
   FmhaKeyRange r;
   r.lo = 0;
   r.hi = p.seqlen_q;

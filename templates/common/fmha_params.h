@@ -36,13 +36,29 @@ struct FmhaFwdParams {
   int window_left;   // sliding window only; -1 = unbounded
   int window_right;  // sliding window only; -1 = unbounded
   float scale;       // softmax scale applied to Q K^T
-  float scale_log2;  // scale * log2(e): kernels evaluate exp2(s * scale_log2 - m)
+  // scale * log2(e): kernels evaluate exp2(s * scale_log2 - m). Softcap kernels first turn s
+  // into softcap * tanh(s * softcap_scale) (the capped scaled score), and scale_log2 is log2(e).
+  float scale_log2;
+  float softcap;        // softcap kernels: the cap (> 0)
+  float softcap_scale;  // softcap kernels: scale / softcap
+  // Sinks kernels: [nhead_q] fp32 logits joining each row's softmax denominator.
+  const float* sinks;
+  // Varlen kernels (common/sequence.h): sequence b is rows cu_seqlens_q[b] .. cu_seqlens_q[b + 1]
+  // of Q and O and rows cu_seqlens_k[b] .. of K and V (batch strides 0); seqlen_q and seqlen_k
+  // are the longest lengths, total_q and total_k the token counts; LSE is [nhead_q, total_q].
+  const int* cu_seqlens_q;
+  const int* cu_seqlens_k;
+  int total_q;
+  int total_k;
 };
 
 // Keys of one split key tile's fp32 dK / dV block in the backward's workspace (FmhaBwdParams::
 // split_dkdv): the wgmma_sm90a kernels that split (hdim 64 / 128) take 128-key tiles; stage 1,
 // which clears the blocks, does not know the tile, and the host sizes them with the same number.
 enum { kFmhaBwdSplitKeys = 128 };
+
+// Threads of the backward's sinks-gradient stage (bwd/fmha_bwd_sinks.h): one CTA per query head.
+enum { kFmhaDsinksThreads = 256 };
 
 // Backward: given dO, O and LSE of the forward, computes dQ, dK, dV.
 struct FmhaBwdParams {
@@ -61,6 +77,10 @@ struct FmhaBwdParams {
   float* dk_accum;  // workspace: fp32 dK accumulation for GQA reduction; may be null
   float* dv_accum;  // workspace: fp32 dV accumulation for GQA reduction; may be null
   int* semaphores;  // workspace: ordering counters for the deterministic mode; may be null
+  // Sinks kernels: [nhead_q] fp32, the sinks' gradient, and the workspace of per-row terms it
+  // sums (the LSE's layout), in a fixed order.
+  float* d_sinks;
+  float* dsink_rows;
   // Deterministic mode: how many (kv head, batch) pairs share one stretch of the launch order,
   // chain position by chain position (bwd/fmha_bwd_sm90a_schedule.h, fmha_bwd_key_tile_cta); >= 1.
   int det_group_heads;

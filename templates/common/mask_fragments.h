@@ -11,9 +11,9 @@
 // Sets to -inf the scores whose key is not visible to their row (including keys past seqlen_k,
 // which the loads zero-filled and which must not count). row0 is the query row of this lane's
 // first fragment row (m16 tile 0, row lane / 4), n0 the tile's first key.
-template <int kMaskKind, int kMT, int kNT>
+template <int kMaskKind, int kMT, int kNT, class Params>
 FMHA_DEVICE void fmha_mask_fragments(float (&s)[kMT][kNT][4], int row0, int n0, int lane,
-                                     const FmhaFwdParams& p) {
+                                     const Params& p) {
   // Bounds are made relative to this lane's first column so that each test compares against a
   // compile-time column offset: two subtractions per row instead of an index per score.
   const int col0 = n0 + (lane & 3) * 2;
@@ -49,8 +49,8 @@ struct FmhaBlockKeys {
   int full_hi;
 };
 
-template <int kMaskKind, int kBlockM, int kBlockN>
-FMHA_DEVICE FmhaBlockKeys fmha_block_keys(int m0, const FmhaFwdParams& p) {
+template <int kMaskKind, int kBlockM, int kBlockN, class Params>
+FMHA_DEVICE FmhaBlockKeys fmha_block_keys(int m0, const Params& p) {
   const int rows_valid = p.seqlen_q - m0;
   const int row_last = (rows_valid < kBlockM ? p.seqlen_q : m0 + kBlockM) - 1;
   const FmhaKeyRange first =

@@ -12,8 +12,8 @@
 #include "common/mask.h"
 #include "common/platform.h"
 
-template <int kMaskKind>
-FMHA_DEVICE FmhaKeyRange fmha_row_keys_i32(int i, const FmhaFwdParams& p) {
+template <int kMaskKind, class Params>
+FMHA_DEVICE FmhaKeyRange fmha_row_keys_i32(int i, const Params& p) {
   FmhaKeyRange r;
   r.lo = 0;
   r.hi = p.seqlen_k;

@@ -16,6 +16,7 @@
 #pragma once
 
 #include "common/platform.h"
+#include "common/score_mods.h"
 
 // exp2 for probabilities. On NVIDIA the flush-to-zero form is a single MUFU.EX2; the IEEE form
 // that exp2f compiles to without fast-math wraps it in a range check and two scalings to produce
@@ -93,6 +94,19 @@ struct FmhaOnlineSoftmax {
       const bool empty = !(l > 0.f);
       inv_sum[r] = empty ? 0.f : 1.f / l;
       lse[r] = empty ? fmha_neg_inf() : (row_max[r] * scale_log2 + fmha_log2(l)) * FMHA_LN2;
+    }
+  }
+
+  // finalize() for a kernel with a sink logit (score_mods.h): sink2 = the row's sink x log2(e).
+  FMHA_DEVICE void finalize_with_sink(float scale_log2, float sink2, float (&inv_sum)[kRows],
+                                      float (&lse)[kRows]) {
+#pragma unroll
+    for (int r = 0; r < kRows; ++r) {
+      float l = row_sum[r];
+      l += fmha_shfl_xor(l, 1);
+      l += fmha_shfl_xor(l, 2);
+      const float m2 = row_max[r] == fmha_neg_inf() ? fmha_neg_inf() : row_max[r] * scale_log2;
+      fmha_sink_normalise(m2, l, sink2, inv_sum[r], lse[r]);
     }
   }
 };

@@ -54,6 +54,8 @@
 #include "common/mma_sm80.h"
 #include "common/numeric.h"
 #include "common/platform.h"
+#include "common/score_mods.h"
+#include "common/sequence.h"
 #include "common/softmax.h"
 
 // Compile-time shape of one instantiation.
@@ -89,8 +91,8 @@ struct FmhaQFragments {
   unsigned reg[Shape::kQInRegs ? Shape::kMT : 1][Shape::kQInRegs ? Shape::kKStepsQK : 1][4];
 };
 
-template <class Element, int kHdimQ, int kHdimV, int kMaskKind, bool kWriteLse, int kBlockM,
-          int kBlockN, int kNumWarps, int kStages>
+template <class Element, int kHdimQ, int kHdimV, int kMaskKind, bool kWriteLse, bool kVarlen,
+          bool kSinks, bool kSoftcap, int kBlockM, int kBlockN, int kNumWarps, int kStages>
 FMHA_DEVICE void fmha_fwd_sm80(const FmhaFwdParams& p, char* smem) {
   using Shape = FmhaFwdSm80Shape<kHdimQ, kHdimV, kBlockM, kBlockN, kNumWarps, kStages>;
   using Mma = FmhaMmaSm80<Element>;
@@ -110,30 +112,36 @@ FMHA_DEVICE void fmha_fwd_sm80(const FmhaFwdParams& p, char* smem) {
   const int lane = fmha_lane_id();
   const int warp = fmha_warp_id();
 
+  const int h = fmha_block_idx_y();
+  const int b = fmha_block_idx_z();
+  // A packed batch launches the longest sequence's m-blocks for every sequence; those past a
+  // shorter one's rows leave at once (common/sequence.h).
+  const FmhaSequence seq = fmha_sequence<kVarlen>(p, b);
+  FmhaMaskGeometry lengths;
+  const auto& lens = fmha_lengths<kVarlen>(p, seq, lengths);  // this sequence's lengths
   // Causal masks make later m-blocks cost more (they see more keys): launching them first lets
   // the short ones fill in the tail of the wave instead of leaving one long block last.
-  const int num_m_blocks = (p.seqlen_q + kBlockM - 1) / kBlockM;
+  const int num_m_blocks = (lens.seqlen_q + kBlockM - 1) / kBlockM;
   const bool heavy_first =
       kMaskKind == FMHA_MASK_CAUSAL_TOP_LEFT || kMaskKind == FMHA_MASK_CAUSAL_BOTTOM_RIGHT;
   const int m_block = heavy_first ? num_m_blocks - 1 - fmha_block_idx_x() : fmha_block_idx_x();
-  const int h = fmha_block_idx_y();
-  const int b = fmha_block_idx_z();
+  if (kVarlen && (m_block < 0 || m_block >= num_m_blocks)) return;
   const int hk = h / (p.nhead_q / p.nhead_k);
   const int m0 = m_block * kBlockM;
-  const int rows_valid = p.seqlen_q - m0;
+  const int rows_valid = lens.seqlen_q - m0;
 
-  const FmhaBlockKeys keys = fmha_block_keys<kMaskKind, kBlockM, kBlockN>(m0, p);
+  const FmhaBlockKeys keys = fmha_block_keys<kMaskKind, kBlockM, kBlockN>(m0, lens);
   const int n_block_begin = keys.n_block_begin;
   const int n_block_end = keys.n_block_end;
   const int full_lo = keys.full_lo;
   const int full_hi = keys.full_hi;
 
   const Element* q_ptr = static_cast<const Element*>(p.q) + b * p.q_strides.batch +
-                         h * p.q_strides.head + m0 * p.q_strides.row;
-  const Element* k_ptr =
-      static_cast<const Element*>(p.k) + b * p.k_strides.batch + hk * p.k_strides.head;
-  const Element* v_ptr =
-      static_cast<const Element*>(p.v) + b * p.v_strides.batch + hk * p.v_strides.head;
+                         h * p.q_strides.head + (seq.q_row0 + m0) * p.q_strides.row;
+  const Element* k_ptr = static_cast<const Element*>(p.k) + b * p.k_strides.batch +
+                         hk * p.k_strides.head + seq.k_row0 * p.k_strides.row;
+  const Element* v_ptr = static_cast<const Element*>(p.v) + b * p.v_strides.batch +
+                         hk * p.v_strides.head + seq.k_row0 * p.v_strides.row;
 
   const unsigned smem_q = fmha_smem_addr(smem);
   const unsigned smem_k = smem_q + QTile::kBytes;
@@ -144,7 +152,7 @@ FMHA_DEVICE void fmha_fwd_sm80(const FmhaFwdParams& p, char* smem) {
       const int n0 = n_block * kBlockN;
       fmha_copy_tile_async<KTile, kThreads>(smem_k + slot * KTile::kBytes,
                                             k_ptr + n0 * p.k_strides.row, p.k_strides.row,
-                                            p.seqlen_k - n0, tid);
+                                            lens.seqlen_k - n0, tid);
     }
     fmha_cp_async_commit();  // empty groups keep the wait counts uniform
   };
@@ -153,7 +161,7 @@ FMHA_DEVICE void fmha_fwd_sm80(const FmhaFwdParams& p, char* smem) {
       const int n0 = n_block * kBlockN;
       fmha_copy_tile_async<VTile, kThreads>(smem_v + slot * VTile::kBytes,
                                             v_ptr + n0 * p.v_strides.row, p.v_strides.row,
-                                            p.seqlen_k - n0, tid);
+                                            lens.seqlen_k - n0, tid);
     }
     fmha_cp_async_commit();
   };
@@ -196,7 +204,7 @@ FMHA_DEVICE void fmha_fwd_sm80(const FmhaFwdParams& p, char* smem) {
   }
   FmhaOnlineSoftmax<kMT, kNT> softmax;
   softmax.init();
-  const float scale_log2 = p.scale_log2;
+  const float scale_log2 = p.scale_log2;  // log2(e) under a softcap (common/score_mods.h)
 
   if (kQInRegs) {
     fmha_cp_async_wait<2 * kStages - 2>();  // the group holding Q
@@ -253,11 +261,22 @@ FMHA_DEVICE void fmha_fwd_sm80(const FmhaFwdParams& p, char* smem) {
       }
     }
 
+    if (kSoftcap) {
+#pragma unroll
+      for (int mt = 0; mt < kMT; ++mt) {
+#pragma unroll
+        for (int nt = 0; nt < kNT; ++nt) {
+#pragma unroll
+          for (int e = 0; e < 4; ++e) s[mt][nt][e] = fmha_softcap(p, s[mt][nt][e]);
+        }
+      }
+    }
+
     // Element-wise mask, only on tiles that some valid row does not see entirely (including the
     // partial last tile, whose out-of-range keys were zero-filled and must not count).
     const bool tile_full = n0 >= full_lo && n0 + kBlockN <= full_hi;
     if (!tile_full) {
-      fmha_mask_fragments<kMaskKind>(s, m0 + warp_row0 + (lane >> 2), n0, lane, p);
+      fmha_mask_fragments<kMaskKind>(s, m0 + warp_row0 + (lane >> 2), n0, lane, lens);
     }
 
     float alpha[2 * kMT];
@@ -310,7 +329,11 @@ FMHA_DEVICE void fmha_fwd_sm80(const FmhaFwdParams& p, char* smem) {
   // Epilogue: normalise, stage O through the Q region as 16-bit, then write whole 16-byte chunks.
   float inv_sum[2 * kMT];
   float lse[2 * kMT];
-  softmax.finalize(scale_log2, inv_sum, lse);
+  if (kSinks) {
+    softmax.finalize_with_sink(scale_log2, p.sinks[h] * FMHA_LOG2E, inv_sum, lse);
+  } else {
+    softmax.finalize(scale_log2, inv_sum, lse);
+  }
 
   fmha_cp_async_wait<0>();
   fmha_sync_threads();  // every warp is done with Q/K/V shared memory
@@ -329,7 +352,7 @@ FMHA_DEVICE void fmha_fwd_sm80(const FmhaFwdParams& p, char* smem) {
   }
 
   if (kWriteLse && p.lse != nullptr && (lane & 3) == 0) {
-    float* lse_ptr = p.lse + (static_cast<fmha_index_t>(b) * p.nhead_q + h) * p.seqlen_q + m0;
+    float* lse_ptr = p.lse + (fmha_row_stat0<kVarlen>(p, seq, b, h) + m0);
 #pragma unroll
     for (int mt = 0; mt < kMT; ++mt) {
 #pragma unroll
@@ -342,7 +365,7 @@ FMHA_DEVICE void fmha_fwd_sm80(const FmhaFwdParams& p, char* smem) {
   fmha_sync_threads();
 
   Element* o_ptr = static_cast<Element*>(p.o) + b * p.o_strides.batch + h * p.o_strides.head +
-                   m0 * p.o_strides.row;
+                   (seq.q_row0 + m0) * p.o_strides.row;
   enum { kOChunks = kBlockM * OTile::kChunks, kOIters = (kOChunks + kThreads - 1) / kThreads };
 #pragma unroll
   for (int i = 0; i < kOIters; ++i) {

@@ -319,6 +319,60 @@ TEST_CASE("rtc: every shipped tensor-core forward compiles with 0 spills", "[rtc
   }
 }
 
+TEST_CASE("rtc: packed batches, sinks and softcap compile, both families, spills bounded",
+          "[rtc]") {
+  // Each modifier alone and all together, every mask, the shipped head dims of both dQ modes;
+  // sm_90 resolves them to mma_sm80 (wgmma_sm90a does not serve them yet). bf16 only: the dtype
+  // changes the packing instructions, not the register budget.
+  test::TempDir tmp;
+  std::vector<FmhaKernelConfig> configs;
+  struct Mods {
+    bool varlen, sinks, softcap;
+  };
+  for (const char* arch : {"sm_80", "sm_90"}) {
+    for (int hdim : {64, 128, 256}) {
+      for (MaskKind mask : {MaskKind::none, MaskKind::causal_top_left,
+                            MaskKind::causal_bottom_right, MaskKind::sliding_window}) {
+        for (Mods m : {Mods{true, false, false}, Mods{false, true, false}, Mods{false, false, true},
+                       Mods{true, true, true}}) {
+          for (int variant = 0; variant < 3; ++variant) {  // fwd, bwd, deterministic bwd
+            FmhaKernelConfig c;
+            c.family = variant == 0 ? Family::fwd : Family::bwd;
+            c.deterministic = variant == 2;
+            c.dtype = DType::bf16;
+            c.hdim_q = c.hdim_v = hdim;
+            c.mask = mask;
+            c.arch = arch;
+            c.varlen = m.varlen;
+            c.sinks = m.sinks;
+            c.softcap = m.softcap;
+            configs.push_back(c);
+          }
+        }
+      }
+    }
+  }
+  const auto manifests = compile_all(configs, tmp.path());
+  for (std::size_t i = 0; i < configs.size(); ++i) {
+    INFO(canonical_string(configs[i]));
+    CHECK(canonicalize(configs[i]).impl == KernelImpl::mma_sm80);
+    // A packed batch keeps its sequence's offsets and lengths in registers where a dense one
+    // reads them from the parameters: on the tiles that already use all 255 registers (the
+    // backward at hdim 64 / 128, the forward at hdim 64) that spills a little (docs/VARLEN.md,
+    // "Not done yet"). Bounded here, so that it cannot grow unnoticed.
+    const bool packed_or_capped = configs[i].varlen || configs[i].softcap;
+    for (const auto& r : manifests[i].resources) {
+      INFO(r.symbol);
+      CHECK(r.registers > 0);
+      CHECK(r.registers <= 255);
+      CHECK(r.spill_store_bytes <= (packed_or_capped ? 64 : 0));
+      CHECK(r.spill_load_bytes <= (packed_or_capped ? 64 : 0));
+      CHECK(r.stack_frame_bytes <= (packed_or_capped ? 64 : 0));
+      CHECK_FALSE(r.wgmma_serialized);
+    }
+  }
+}
+
 namespace {
 
 // Every dtype and mask of `family` at `hdims` for sm_90 (auto resolves them to wgmma_sm90a),

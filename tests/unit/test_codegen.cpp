@@ -59,8 +59,8 @@ TEST_CASE("codegen: the Hopper entries take their tensor maps as __grid_constant
       CHECK_THAT(entry.source, Catch::Contains("fmha_bwd_sm80_dot_do_o<") &&
                                    Catch::Contains("fmha_bwd_sm90a_dq_dk_dv<") &&
                                    Catch::Contains("fmha_bwd_sm80_convert_dq<"));
-      CHECK_THAT(entry.source, Catch::Contains("kNumWarps>(p.bwd);") &&
-                                   Catch::Contains("kDeterministic>(p.bwd);"));
+      CHECK_THAT(entry.source,
+                 Catch::Contains("kVarlen>(p.bwd);") && Catch::Contains("kSinks>(p.bwd);"));
     }
   }
   // hdim 256: its own stage-2 template (both warpgroups on one 64-key tile), same stages 1 and 3.
