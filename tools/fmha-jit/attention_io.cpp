@@ -2,6 +2,7 @@
 
 #include <spdlog/fmt/fmt.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 
@@ -17,13 +18,30 @@ std::string shape_text(std::span<const std::int64_t> dims) {
   return fmt::format("({})", fmt::join(dims, ", "));
 }
 
-TensorShape four_d(const std::array<std::int64_t, 4>& dims, Layout layout, const char* heads,
-                   const char* seq, const char* dim) {
-  const std::string names = layout == Layout::bhsd
-                                ? fmt::format("(B, {}, {}, {})", heads, seq, dim)
-                                : fmt::format("(B, {}, {}, {})", seq, heads, dim);
-  return {std::vector<std::int64_t>(dims.begin(), dims.end()), names};
+// Dense: (B, H, S, D) in the layout's order. Packed: the `total` rows of all sequences in place of
+// B and S.
+TensorShape tensor_shape(const FmhaProblem& p, std::int64_t heads, const char* heads_name,
+                         bool query_rows, std::int64_t dim, const char* dim_name) {
+  const bool bhsd = p.layout == Layout::bhsd;
+  if (p.varlen()) {
+    const std::int64_t total = query_rows ? p.total_q : p.total_k;
+    const char* total_name = query_rows ? "total_q" : "total_k";
+    if (bhsd)
+      return {{heads, total, dim}, fmt::format("({}, {}, {})", heads_name, total_name, dim_name)};
+    return {{total, heads, dim}, fmt::format("({}, {}, {})", total_name, heads_name, dim_name)};
+  }
+  const std::int64_t seq = query_rows ? p.seqlen_q : p.seqlen_k;
+  const char* seq_name = query_rows ? "Sq" : "Sk";
+  if (bhsd) {
+    return {{p.batch, heads, seq, dim},
+            fmt::format("(B, {}, {}, {})", heads_name, seq_name, dim_name)};
+  }
+  return {{p.batch, seq, heads, dim},
+          fmt::format("(B, {}, {}, {})", seq_name, heads_name, dim_name)};
 }
+
+// At least one element's worth, so that an empty tensor still has an address.
+std::size_t allocation(std::size_t bytes) { return std::max<std::size_t>(bytes, 256); }
 
 }  // namespace
 
@@ -39,11 +57,15 @@ HostTensor round_to_dtype(std::span<const float> values, bool bf16) {
 }
 
 HostTensor random_tensor(std::size_t n, bool bf16, std::uint32_t seed) {
+  return round_to_dtype(random_floats(n, seed), bf16);
+}
+
+std::vector<float> random_floats(std::size_t n, std::uint32_t seed) {
   std::mt19937 rng(seed);
   std::normal_distribution<float> dist(0.f, 1.f);
   std::vector<float> values(n);
   for (auto& x : values) x = dist(rng);
-  return round_to_dtype(values, bf16);
+  return values;
 }
 
 std::vector<float> widen(std::span<const std::uint16_t> bits, bool bf16) {
@@ -54,18 +76,24 @@ std::vector<float> widen(std::span<const std::uint16_t> bits, bool bf16) {
   return out;
 }
 
-TensorShape q_shape(const FmhaProblem& p) { return four_d(p.q_shape(), p.layout, "Hq", "Sq", "D"); }
-TensorShape k_shape(const FmhaProblem& p) { return four_d(p.k_shape(), p.layout, "Hk", "Sk", "D"); }
+TensorShape q_shape(const FmhaProblem& p) {
+  return tensor_shape(p, p.nhead_q, "Hq", true, p.hdim_q, "D");
+}
+TensorShape k_shape(const FmhaProblem& p) {
+  return tensor_shape(p, p.nhead_k, "Hk", false, p.hdim_q, "D");
+}
 TensorShape v_shape(const FmhaProblem& p) {
-  return four_d(p.v_shape(), p.layout, "Hk", "Sk", "Dv");
+  return tensor_shape(p, p.nhead_k, "Hk", false, p.hdim_v, "Dv");
 }
 TensorShape o_shape(const FmhaProblem& p) {
-  return four_d(p.o_shape(), p.layout, "Hq", "Sq", "Dv");
+  return tensor_shape(p, p.nhead_q, "Hq", true, p.hdim_v, "Dv");
 }
 TensorShape lse_shape(const FmhaProblem& p) {
-  const auto dims = p.lse_shape();
-  return {std::vector<std::int64_t>(dims.begin(), dims.end()), "(B, Hq, Sq)"};
+  if (p.varlen()) return {{p.nhead_q, p.total_q}, "(Hq, total_q)"};
+  return {{p.batch, p.nhead_q, p.seqlen_q}, "(B, Hq, Sq)"};
 }
+TensorShape sinks_shape(const FmhaProblem& p) { return {{p.nhead_q}, "(Hq,)"}; }
+TensorShape cu_seqlens_shape(const FmhaProblem& p) { return {{p.batch + 1}, "(B + 1,)"}; }
 
 std::vector<float> read_input(const std::filesystem::path& dir, const std::string& name,
                               const TensorShape& expected, const std::string& layout) {
@@ -85,33 +113,57 @@ void write_output(const std::filesystem::path& dir, const std::string& name,
   npy::write_npy(dir / name, shape.dims, values);
 }
 
+std::vector<std::int32_t> read_int32_input(const std::filesystem::path& dir,
+                                           const std::string& name, const TensorShape& expected) {
+  const std::filesystem::path path = dir / name;
+  npy::Int32Array a = npy::read_npy_int32(path);
+  if (a.shape != expected.dims) {
+    throw Error(
+        ErrorCode::invalid_argument,
+        fmt::format("{}: shape {} does not match the flags: expected {} = {}", path.string(),
+                    shape_text(a.shape), expected.names, shape_text(expected.dims)));
+  }
+  return std::move(a.data);
+}
+
+void write_int32_output(const std::filesystem::path& dir, const std::string& name,
+                        const TensorShape& shape, std::span<const std::int32_t> values) {
+  npy::write_npy(dir / name, shape.dims, values);
+}
+
 DeviceBuffer upload_bits(std::span<const std::uint16_t> bits) {
-  DeviceBuffer b(bits.size_bytes());
-  b.upload(bits.data(), bits.size_bytes());
+  DeviceBuffer b(allocation(bits.size_bytes()));
+  if (!bits.empty()) b.upload(bits.data(), bits.size_bytes());
   return b;
 }
 
 DeviceBuffer upload_floats(std::span<const float> values) {
-  DeviceBuffer b(values.size_bytes());
-  b.upload(values.data(), values.size_bytes());
+  DeviceBuffer b(allocation(values.size_bytes()));
+  if (!values.empty()) b.upload(values.data(), values.size_bytes());
+  return b;
+}
+
+DeviceBuffer upload_ints(std::span<const std::int32_t> values) {
+  DeviceBuffer b(allocation(values.size_bytes()));
+  if (!values.empty()) b.upload(values.data(), values.size_bytes());
   return b;
 }
 
 DeviceBuffer poisoned(std::size_t bytes) {
-  DeviceBuffer b(bytes);
+  DeviceBuffer b(allocation(bytes));
   b.fill(0xFF);
   return b;
 }
 
 std::vector<std::uint16_t> download_bits(const DeviceBuffer& b, std::size_t n) {
   std::vector<std::uint16_t> out(n);
-  b.download(out.data(), n * sizeof(std::uint16_t));
+  if (n > 0) b.download(out.data(), n * sizeof(std::uint16_t));
   return out;
 }
 
 std::vector<float> download_floats(const DeviceBuffer& b, std::size_t n) {
   std::vector<float> out(n);
-  b.download(out.data(), n * sizeof(float));
+  if (n > 0) b.download(out.data(), n * sizeof(float));
   return out;
 }
 
@@ -130,6 +182,7 @@ ref::AttentionShape reference_shape(const FmhaProblem& p, MaskKind mask) {
   s.window_left = p.window_left;
   s.window_right = p.window_right;
   s.scale = p.softmax_scale();
+  s.softcap = p.softcap;
   return s;
 }
 

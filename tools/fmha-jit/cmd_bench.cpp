@@ -19,7 +19,9 @@
 #include "kernels/resolve.hpp"
 #include "tools/fmha-jit/attention_io.hpp"
 #include "tools/fmha-jit/cli.hpp"
+#include "tools/fmha-jit/flops.hpp"
 #include "tools/fmha-jit/format.hpp"
+#include "tools/fmha-jit/packed_batch.hpp"
 #include "tools/fmha-jit/problem_options.hpp"
 #include "tools/fmha-jit/progress.hpp"
 
@@ -48,7 +50,10 @@ struct BenchOptions {
 struct Point {
   ProblemOptions options;
   nlohmann::json origin;  // the sweep point, or null for the command-line flags
+  // The problem, with stand-ins for its device cu_seqlens (measure uploads them); `packed` owns
+  // the host ones it points to.
   FmhaProblem problem;
+  std::shared_ptr<const PackedBatch> packed;
   MaskSpec mask;
   bool time_fwd = false, time_bwd = false;
   FmhaKernelConfig fwd, bwd, producer;  // producer: the forward that makes O and LSE for bwd
@@ -89,7 +94,9 @@ Point plan_point(ProblemOptions options, nlohmann::json origin) {
   Point p;
   p.options = std::move(options);
   p.origin = std::move(origin);
-  p.problem = make_problem(p.options);
+  CliProblem problem = make_problem(p.options);
+  p.problem = problem.problem;
+  p.packed = std::move(problem.packed);
   p.mask = parse_mask(p.options.mask);
   p.time_fwd = p.options.family != "bwd";
   p.time_bwd = p.options.family != "fwd";
@@ -147,8 +154,10 @@ std::size_t align_up(std::size_t n) { return (n + kCopyAlign - 1) / kCopyAlign *
 class Rotated {
  public:
   Rotated() = default;
+  // An empty tensor (a packed batch without tokens) still gets an address: the launch checks
+  // refuse null tensor pointers.
   Rotated(std::size_t bytes, std::size_t sets)
-      : stride_(align_up(bytes)), buffer_(stride_ * sets) {}
+      : stride_(std::max(align_up(bytes), kCopyAlign)), buffer_(stride_ * sets) {}
   void* at(std::size_t set) const { return static_cast<char*>(buffer_.data()) + set * stride_; }
   std::size_t stride() const { return stride_; }
   // Writes the same `bytes` into every copy with one upload.
@@ -170,11 +179,20 @@ std::vector<std::uint16_t> random_bits(std::size_t n, const std::vector<std::uin
   return out;
 }
 
+// The packed batch's cu_seqlens, the sinks and their gradient are not rotated: a model's layers
+// share one copy of the first, and the others are a few hundred bytes.
 struct Buffers {
   std::size_t sets = 0, set_bytes = 0;
   Rotated q, k, v, o, lse, d_o, dq, dk, dv;
-  DeviceBuffer workspace;
+  DeviceBuffer workspace, cu_q, cu_k, sinks, d_sinks;
+  const float* sinks_ptr() const { return static_cast<const float*>(sinks.data()); }
 };
+
+DeviceBuffer upload_array(const void* data, std::size_t bytes) {
+  DeviceBuffer b(bytes);
+  b.upload(data, bytes);
+  return b;
+}
 
 Buffers allocate(const Point& pt, std::size_t workspace_bytes) {
   const FmhaProblem& p = pt.problem;
@@ -208,6 +226,16 @@ Buffers allocate(const Point& pt, std::size_t workspace_bytes) {
   fill(b.k, p.k_elements(), 1 << 18);
   fill(b.v, p.v_elements(), 2 << 18);
   if (pt.time_bwd) fill(b.d_o, p.o_elements(), 3 << 18);
+  if (p.varlen()) {
+    const std::size_t bytes = static_cast<std::size_t>(p.batch + 1) * sizeof(std::int32_t);
+    b.cu_q = upload_array(p.cu_seqlens_q_host, bytes);
+    b.cu_k = upload_array(p.cu_seqlens_k_host, bytes);
+  }
+  if (pt.options.sinks) {
+    const auto sinks = random_floats(p.nhead_q, pt.options.seed + 4);
+    b.sinks = upload_array(sinks.data(), sinks.size() * sizeof(float));
+    if (pt.time_bwd) b.d_sinks = DeviceBuffer(sinks.size() * sizeof(float));
+  }
   return b;
 }
 
@@ -271,15 +299,23 @@ std::vector<std::pair<std::string, double>> time_stages(
 }
 
 std::vector<Row> measure(const Point& pt, const BenchOptions& o, const GlobalOptions& g) {
-  const FmhaProblem& p = pt.problem;
   std::vector<Row> rows;
   std::optional<FmhaSetupResult> fwd, bwd;
   if (pt.time_fwd) fwd = setup_or_throw(pt.fwd, g);
   if (pt.time_bwd) bwd = setup_or_throw(pt.bwd, g);
-  Buffers b = allocate(pt, bwd ? bwd->runner->bwd_workspace_bytes(p) : 0);
+  // The workspace's size depends on the sizes only, not on where cu_seqlens live.
+  Buffers b = allocate(pt, bwd ? bwd->runner->bwd_workspace_bytes(pt.problem) : 0);
+  const FmhaProblem p = pt.problem.varlen()
+                            ? with_device_seqlens(pt.problem, b.cu_q.data(), b.cu_k.data())
+                            : pt.problem;
+  auto fwd_tensors = [&](FmhaRunner& runner, std::size_t s, void* o_out, void* lse_out) {
+    FwdTensors t{b.q.at(s), b.k.at(s), b.v.at(s), o_out,
+                 runner.config().lse ? static_cast<float*>(lse_out) : nullptr};
+    t.sinks = b.sinks_ptr();
+    return t;
+  };
   auto fwd_launch = [&](FmhaRunner& runner, std::size_t s) {
-    runner.run_fwd(p, {b.q.at(s), b.k.at(s), b.v.at(s), b.o.at(s),
-                       runner.config().lse ? static_cast<float*>(b.lse.at(s)) : nullptr});
+    runner.run_fwd(p, fwd_tensors(runner, s, b.o.at(s), b.lse.at(s)));
   };
   if (fwd) {
     // The kernel that runs this problem (a tile variant for short causal problems: runner_for),
@@ -302,8 +338,7 @@ std::vector<Row> measure(const Point& pt, const BenchOptions& o, const GlobalOpt
     std::vector<std::uint16_t> o_bits(p.o_elements());
     std::vector<float> lse(p.lse_elements());
     DeviceBuffer o_copy(b.o.stride()), lse_copy(b.lse.stride());
-    producer.runner->run_fwd(
-        p, {b.q.at(0), b.k.at(0), b.v.at(0), o_copy.data(), static_cast<float*>(lse_copy.data())});
+    producer.runner->run_fwd(p, fwd_tensors(*producer.runner, 0, o_copy.data(), lse_copy.data()));
     device_synchronize();
     o_copy.download(o_bits.data(), o_bits.size() * 2);
     lse_copy.download(lse.data(), lse.size() * 4);
@@ -314,11 +349,20 @@ std::vector<Row> measure(const Point& pt, const BenchOptions& o, const GlobalOpt
     r.sets = b.sets;
     r.set_bytes = b.set_bytes;
     auto bwd_launch = [&](std::size_t s, const StageHook* hook) {
-      runner.run_bwd(
-          p,
-          {b.q.at(s), b.k.at(s), b.v.at(s), b.o.at(s), static_cast<const float*>(b.lse.at(s)),
-           b.d_o.at(s), b.dq.at(s), b.dk.at(s), b.dv.at(s), b.workspace.data(), b.workspace.size()},
-          nullptr, hook);
+      BwdTensors t{b.q.at(s),
+                   b.k.at(s),
+                   b.v.at(s),
+                   b.o.at(s),
+                   static_cast<const float*>(b.lse.at(s)),
+                   b.d_o.at(s),
+                   b.dq.at(s),
+                   b.dk.at(s),
+                   b.dv.at(s),
+                   b.workspace.data(),
+                   b.workspace.size()};
+      t.sinks = b.sinks_ptr();
+      t.d_sinks = static_cast<float*>(b.d_sinks.data());
+      runner.run_bwd(p, t, nullptr, hook);
     };
     LaunchTimes times = time_launches([&](std::size_t s) { bwd_launch(s, nullptr); }, o, b.sets);
     r.launch_ms = std::move(times.ms);
@@ -345,6 +389,7 @@ nlohmann::json row_json(const Row& r, const BenchOptions& o, const std::string& 
   j["impl"] = std::string(to_string(r.setup.config.impl));
   j["deterministic"] = r.setup.config.deterministic;
   j["lse"] = r.setup.config.lse;
+  j["sinks"] = r.setup.config.sinks;
   j["arch"] = r.setup.config.arch;
   if (!gpu.empty()) j["gpu"] = gpu;
   j["flops"] = r.flops;
@@ -400,6 +445,19 @@ std::string stages_text(const Row& r) {
   return out;
 }
 
+// A packed batch's SQ and SK columns hold its longest sequences.
+std::string seqlen_text(const FmhaProblem& p, std::int64_t seqlen) {
+  return p.varlen() ? "<=" + std::to_string(seqlen) : std::to_string(seqlen);
+}
+
+// The mask and the score modifiers, "causal+sinks+softcap30".
+std::string mask_column(const Point& pt) {
+  std::string text = mask_text(pt.mask);
+  if (pt.options.sinks) text += "+sinks";
+  if (pt.problem.softcap > 0) text += fmt::format("+softcap{:g}", pt.problem.softcap);
+  return text;
+}
+
 void print_table(const std::vector<Row>& rows) {
   Table table({"DTYPE", "HDIM", "B", "HQ", "HK", "SQ", "SK", "MASK", "FAMILY", "IMPL", "MS",
                "TFLOP/S", "SETUP", "STAGES (MS)"});
@@ -408,8 +466,8 @@ void print_table(const std::vector<Row>& rows) {
     const bool ran = r.setup.success;
     table.add(
         {r.point->options.dtype, hdim_text(p), std::to_string(p.batch), std::to_string(p.nhead_q),
-         std::to_string(p.nhead_k), std::to_string(p.seqlen_q), std::to_string(p.seqlen_k),
-         mask_text(r.point->mask),
+         std::to_string(p.nhead_k), seqlen_text(p, p.seqlen_q), seqlen_text(p, p.seqlen_k),
+         mask_column(*r.point),
          std::string(to_string(r.family)) +
              (r.family == Family::bwd && r.point->options.deterministic ? " det" : ""),
          std::string(to_string(r.setup.config.impl)),
@@ -468,10 +526,13 @@ Command add_bench_command(CLI::App& app, const GlobalOptions& g) {
   auto* sub = app.add_subcommand("bench", "Measure attention kernel throughput on the GPU");
   sub->footer(
       "FLOPs follow FlashAttention: fwd = 2*B*Hq*Sq*Sk*(D+Dv), halved for causal with Sq == Sk "
-      "(visible pairs counted otherwise); bwd = 2.5 x fwd. --sweep FILE.json: an object (or a list "
-      "of objects) whose list values expand to their cartesian product; keys are the flags above "
-      "with '_' for '-', plus hdim, seqlen, causal (bool), tokens and model_dim (batch = "
-      "tokens/seqlen, nhead_q = model_dim/hdim). Example: {\"dtype\": \"bf16\", \"hdim\": [64, "
+      "(visible pairs counted otherwise); bwd = 2.5 x fwd. A packed batch (--seqlens-q) is counted "
+      "sequence by sequence, each with its own lengths and mask, so padding to the longest is not "
+      "credited; its SQ and SK columns show the longest (<=). --sweep FILE.json: an object (or a "
+      "list of objects) whose list values expand to their cartesian product; keys are the flags "
+      "above with '_' for '-' (seqlens_q as a string \"100,2000\"), plus hdim, seqlen, causal "
+      "(bool), tokens and model_dim (batch = tokens/seqlen, nhead_q = model_dim/hdim). Example: "
+      "{\"dtype\": \"bf16\", \"hdim\": [64, "
       "128, 256], \"seqlen\": [512, 2048, 8192, 16384], \"causal\": [false, true], \"tokens\": "
       "16384, \"model_dim\": 2048}");
   add_problem_options(*sub, o->problem, kFamilies);

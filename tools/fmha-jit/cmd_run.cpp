@@ -1,6 +1,7 @@
-// `fmha-jit run`: one attention problem on the GPU through the public API. Inputs are random or
-// read from .npy files; outputs can be written as .npy, checked against a reference (--verify) and,
-// for the backward, checked for run-to-run reproducibility (--repro). The kernel is timed once
+// `fmha-jit run`: one attention problem on the GPU through the public API, a dense batch or a
+// packed one of variable-length sequences, with sinks and a softcap when asked. Inputs are random
+// or read from .npy files; outputs can be written as .npy, checked against a reference (--verify)
+// and, for the backward, checked for run-to-run reproducibility (--repro). The kernel is timed once
 // after a warm-up; setup (cache lookup or JIT compile) is reported separately.
 #include <spdlog/fmt/fmt.h>
 #include <spdlog/spdlog.h>
@@ -15,10 +16,15 @@
 
 #include "codegen/kernel_name.hpp"
 #include "fmha_jit/fmha_jit.hpp"
+#include "kernels/registry.hpp"
 #include "tools/fmha-jit/attention_io.hpp"
 #include "tools/fmha-jit/cli.hpp"
+#include "tools/fmha-jit/flops.hpp"
 #include "tools/fmha-jit/format.hpp"
+#include "tools/fmha-jit/packed_batch.hpp"
 #include "tools/fmha-jit/problem_options.hpp"
+#include "tools/fmha-jit/run_inputs.hpp"
+#include "tools/fmha-jit/run_reference.hpp"
 
 namespace fmha_jit::cli {
 namespace {
@@ -27,7 +33,8 @@ namespace ref = fmha_jit::reference;
 
 // Above this many multiply-adds the fp64 CPU reference takes longer than a user waits (seconds on
 // a few cores); larger problems are checked against the GPU reference kernel, which the test suite
-// itself verifies against the CPU reference.
+// itself verifies against the CPU reference - unless that kernel does not serve the config (packed
+// batches, sinks, softcap), when the CPU reference is the only one.
 constexpr double kCpuReferenceMaxMacs = 3e8;
 
 struct RunOptions {
@@ -39,17 +46,11 @@ struct RunOptions {
   int repro = 0;
 };
 
-// Everything a launch reads, on the host (rounded to the dtype) and on the GPU.
-struct Inputs {
-  HostTensor q, k, v, d_o;
-  // Backward only: the forward's O (rounded to the dtype) and LSE, from o.npy / lse.npy when both
-  // are given, else computed on the GPU by a forward run.
-  std::optional<HostTensor> o;
-  std::optional<std::vector<float>> lse;
-};
-
+// What a launch reads on the GPU: the inputs (run_inputs.hpp) uploaded. sinks, cu_q and cu_k hold
+// no memory (null) where the problem has none of them.
 struct DeviceInputs {
-  DeviceBuffer q, k, v, o, lse, d_o;
+  DeviceBuffer q, k, v, o, lse, d_o, sinks, cu_q, cu_k;
+  const float* sinks_ptr() const { return static_cast<const float*>(sinks.data()); }
 };
 
 struct Setup {
@@ -78,40 +79,7 @@ std::string setup_text(const Setup& s) {
                      human_seconds(s.result.build_time_s));
 }
 
-Inputs load_inputs(const RunOptions& o, const FmhaProblem& p, Family family, bool bf16) {
-  Inputs in;
-  if (o.inputs.empty()) {
-    const std::uint32_t seed = o.problem.seed;
-    in.q = random_tensor(p.q_elements(), bf16, seed);
-    in.k = random_tensor(p.k_elements(), bf16, seed + 1);
-    in.v = random_tensor(p.v_elements(), bf16, seed + 2);
-    if (family == Family::bwd) in.d_o = random_tensor(p.o_elements(), bf16, seed + 3);
-    return in;
-  }
-  const fs::path dir = o.inputs;
-  const std::string& layout = o.problem.layout;
-  in.q = round_to_dtype(read_input(dir, "q.npy", q_shape(p), layout), bf16);
-  in.k = round_to_dtype(read_input(dir, "k.npy", k_shape(p), layout), bf16);
-  in.v = round_to_dtype(read_input(dir, "v.npy", v_shape(p), layout), bf16);
-  if (family == Family::fwd) return in;
-  in.d_o = round_to_dtype(read_input(dir, "do.npy", o_shape(p), layout), bf16);
-  std::error_code ec;
-  const bool have_o = fs::exists(dir / "o.npy", ec), have_lse = fs::exists(dir / "lse.npy", ec);
-  // O and LSE must come from the same forward: one without the other cannot be completed.
-  if (have_o != have_lse) {
-    throw Error(
-        ErrorCode::invalid_argument,
-        fmt::format("{}: {} without {}; give both or neither (then a forward computes them)",
-                    dir.string(), have_o ? "o.npy" : "lse.npy", have_o ? "lse.npy" : "o.npy"));
-  }
-  if (have_o) {
-    in.o = round_to_dtype(read_input(dir, "o.npy", o_shape(p), layout), bf16);
-    in.lse = read_input(dir, "lse.npy", lse_shape(p), layout);
-  }
-  return in;
-}
-
-DeviceInputs upload(const Inputs& in) {
+DeviceInputs upload(const Inputs& in, const FmhaProblem& p) {
   DeviceInputs d;
   d.q = upload_bits(in.q.bits);
   d.k = upload_bits(in.k.bits);
@@ -119,6 +87,11 @@ DeviceInputs upload(const Inputs& in) {
   if (!in.d_o.bits.empty()) d.d_o = upload_bits(in.d_o.bits);
   if (in.o) d.o = upload_bits(in.o->bits);
   if (in.lse) d.lse = upload_floats(*in.lse);
+  if (!in.sinks.empty()) d.sinks = upload_floats(in.sinks);
+  if (p.varlen()) {
+    d.cu_q = upload_ints({p.cu_seqlens_q_host, static_cast<std::size_t>(p.batch + 1)});
+    d.cu_k = upload_ints({p.cu_seqlens_k_host, static_cast<std::size_t>(p.batch + 1)});
+  }
   return d;
 }
 
@@ -126,21 +99,35 @@ struct FwdOut {
   DeviceBuffer o, lse;
 };
 
+void launch_fwd(FmhaRunner& runner, const FmhaProblem& p, const DeviceInputs& d, FwdOut& out) {
+  FwdTensors t{d.q.data(), d.k.data(), d.v.data(), out.o.data(),
+               runner.config().lse ? static_cast<float*>(out.lse.data()) : nullptr};
+  t.sinks = d.sinks_ptr();
+  runner.run_fwd(p, t);
+}
+
+FwdOut fwd_buffers(const FmhaProblem& p) {
+  return {poisoned(p.o_elements() * 2), poisoned(p.lse_elements() * 4)};
+}
+
 FwdOut run_forward_once(FmhaRunner& runner, const FmhaProblem& p, const DeviceInputs& d) {
-  FwdOut out{poisoned(p.o_elements() * 2), poisoned(p.lse_elements() * 4)};
-  runner.run_fwd(p, {d.q.data(), d.k.data(), d.v.data(), out.o.data(),
-                     runner.config().lse ? static_cast<float*>(out.lse.data()) : nullptr});
+  FwdOut out = fwd_buffers(p);
+  launch_fwd(runner, p, d, out);
   device_synchronize();
   return out;
 }
 
 struct BwdOut {
-  DeviceBuffer dq, dk, dv, workspace;
+  DeviceBuffer dq, dk, dv, d_sinks, workspace;
 };
 
 BwdOut bwd_buffers(const FmhaRunner& runner, const FmhaProblem& p) {
-  BwdOut out{
-      poisoned(p.q_elements() * 2), poisoned(p.k_elements() * 2), poisoned(p.v_elements() * 2), {}};
+  BwdOut out{poisoned(p.q_elements() * 2),
+             poisoned(p.k_elements() * 2),
+             poisoned(p.v_elements() * 2),
+             {},
+             {}};
+  if (runner.config().sinks) out.d_sinks = poisoned(p.nhead_q * 4);
   // Owned here rather than by the runner, so that its allocation is never inside the timed launch.
   if (const std::size_t ws = runner.bwd_workspace_bytes(p); ws > 0)
     out.workspace = DeviceBuffer(ws);
@@ -148,9 +135,20 @@ BwdOut bwd_buffers(const FmhaRunner& runner, const FmhaProblem& p) {
 }
 
 void launch_bwd(FmhaRunner& runner, const FmhaProblem& p, const DeviceInputs& d, BwdOut& out) {
-  runner.run_bwd(p, {d.q.data(), d.k.data(), d.v.data(), d.o.data(),
-                     static_cast<const float*>(d.lse.data()), d.d_o.data(), out.dq.data(),
-                     out.dk.data(), out.dv.data(), out.workspace.data(), out.workspace.size()});
+  BwdTensors t{d.q.data(),
+               d.k.data(),
+               d.v.data(),
+               d.o.data(),
+               static_cast<const float*>(d.lse.data()),
+               d.d_o.data(),
+               out.dq.data(),
+               out.dk.data(),
+               out.dv.data(),
+               out.workspace.data(),
+               out.workspace.size()};
+  t.sinks = d.sinks_ptr();
+  t.d_sinks = static_cast<float*>(out.d_sinks.data());
+  runner.run_bwd(p, t);
 }
 
 // A warm-up launch (module load, first-touch costs), then one timed launch into `out`, which is
@@ -208,13 +206,26 @@ std::vector<Output> download_bwd(const BwdOut& out, const FmhaProblem& p, bool b
       {"dK", "dk.npy", k_shape(p), widen(download_bits(out.dk, p.k_elements()), bf16), {}, g});
   r.push_back(
       {"dV", "dv.npy", v_shape(p), widen(download_bits(out.dv, p.v_elements()), bf16), {}, g});
+  if (out.d_sinks.data()) {
+    r.push_back(
+        {"dSinks", "d_sinks.npy", sinks_shape(p), download_floats(out.d_sinks, p.nhead_q), {}, g});
+  }
   return r;
 }
 
-void write_outputs(const fs::path& dir, const std::vector<Output>& outputs) {
+// The outputs, and beside them what else describes the run's inputs: the packed batch's
+// cu_seqlens and the sinks, so that another tool can recompute the outputs from the folder.
+void write_outputs(const fs::path& dir, const std::vector<Output>& outputs, const FmhaProblem& p,
+                   const Inputs& in) {
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec) throw Error(ErrorCode::io_error, "cannot create " + dir.string() + ": " + ec.message());
+  if (p.varlen()) {
+    const auto n = static_cast<std::size_t>(p.batch + 1);
+    write_int32_output(dir, "cu_seqlens_q.npy", cu_seqlens_shape(p), {p.cu_seqlens_q_host, n});
+    write_int32_output(dir, "cu_seqlens_k.npy", cu_seqlens_shape(p), {p.cu_seqlens_k_host, n});
+  }
+  if (!in.sinks.empty()) write_output(dir, "sinks.npy", sinks_shape(p), in.sinks);
   for (const auto& out : outputs) {
     write_output(dir, out.file, out.shape, out.got);
     const auto nan =
@@ -223,26 +234,33 @@ void write_outputs(const fs::path& dir, const std::vector<Output>& outputs) {
   }
 }
 
-// Fills `want` of every output from the fp64 CPU reference fed the dtype-rounded inputs.
+// Fills `want` of every output from the fp64 CPU reference fed the dtype-rounded inputs (sequence
+// by sequence for a packed batch: run_reference.hpp).
 void cpu_reference(std::vector<Output>& outputs, const FmhaProblem& p, MaskKind mask,
                    const Inputs& in, Family family) {
-  const ref::AttentionShape shape = reference_shape(p, mask);
-  const ref::TensorView q{in.q.values.data(), ref_strides(p.q_stride())};
-  const ref::TensorView k{in.k.values.data(), ref_strides(p.k_stride())};
-  const ref::TensorView v{in.v.values.data(), ref_strides(p.v_stride())};
-  std::vector<float> o(p.o_elements()), lse(p.lse_elements());
+  ReferenceInputs r{in.q.values, in.k.values, in.v.values, {}, {}, {}, in.sinks};
   if (family == Family::fwd) {
-    ref::attention_forward(shape, q, k, v, {o.data(), ref_strides(p.o_stride())}, lse.data());
-    outputs[0].want = std::move(o);
-    if (outputs.size() > 1) outputs[1].want = std::move(lse);
+    ReferenceOutputs want = reference_forward(p, mask, r);
+    outputs[0].want = std::move(want.o);
+    if (outputs.size() > 1) outputs[1].want = std::move(want.lse);
     return;
   }
-  for (auto& out : outputs) out.want.resize(out.got.size());
-  ref::attention_backward(shape, q, k, v, {in.o->values.data(), ref_strides(p.o_stride())},
-                          {in.d_o.values.data(), ref_strides(p.o_stride())}, in.lse->data(),
-                          {outputs[0].want.data(), ref_strides(p.q_stride())},
-                          {outputs[1].want.data(), ref_strides(p.k_stride())},
-                          {outputs[2].want.data(), ref_strides(p.v_stride())});
+  r.o = in.o->values;
+  r.d_o = in.d_o.values;
+  r.lse = *in.lse;
+  ReferenceOutputs want = reference_backward(p, mask, r);
+  outputs[0].want = std::move(want.dq);
+  outputs[1].want = std::move(want.dk);
+  outputs[2].want = std::move(want.dv);
+  if (outputs.size() > 3) outputs[3].want = std::move(want.d_sinks);
+}
+
+// Why the GPU reference kernel cannot check `config` (it serves no packed batches or score
+// modifiers yet), or empty when it can.
+std::string gpu_reference_gap(const FmhaKernelConfig& config) {
+  FmhaKernelConfig rc = config;
+  rc.impl = KernelImpl::reference;
+  return kernels::family_of(KernelImpl::reference).gap(rc);
 }
 
 // Fills `want` from the GPU reference kernel (impl reference) run on the same device inputs.
@@ -332,6 +350,7 @@ void print_json(const Report& r, const RunOptions& o, const FmhaProblem& p, cons
   j["family"] = o.problem.family;
   j["problem"] = problem_json(p, mask);
   j["problem"]["dtype"] = o.problem.dtype;
+  j["problem"]["sinks"] = o.problem.sinks;
   j["problem"]["inputs"] = o.inputs.empty() ? nlohmann::json(nullptr) : nlohmann::json(o.inputs);
   j["problem"]["seed"] = o.problem.seed;
   if (r.forward) j["forward"] = setup_json(*r.forward);
@@ -384,13 +403,14 @@ void run_run(const RunOptions& o, const GlobalOptions& g) {
     throw Error(ErrorCode::invalid_argument, "--repro applies to --family bwd only");
   }
   const bool bf16 = o.problem.dtype == "bf16";
-  const FmhaProblem p = make_problem(o.problem);
+  const CliProblem problem = make_problem(o.problem);  // owns the host cu_seqlens p points to
+  FmhaProblem p = problem.problem;
   const MaskSpec mask = parse_mask(o.problem.mask);
   const FmhaKernelConfig config = make_config(o.problem, family);
   // Flags and input files are checked before the GPU is asked for: a typo should be reported as
   // such on any machine.
   validate_config_and_problem(config, p);
-  Inputs in = load_inputs(o, p, family, bf16);
+  Inputs in = load_inputs(o.problem, o.inputs, p, family, bf16);
   require_gpu("fmha-jit run");
   const std::string gpu = gpu_name();
 
@@ -398,7 +418,8 @@ void run_run(const RunOptions& o, const GlobalOptions& g) {
   r.gpu = gpu;
   r.main = setup_or_throw(config, g);
   FmhaRunner& runner = *r.main->result.runner;
-  DeviceInputs d = upload(in);
+  DeviceInputs d = upload(in, p);
+  if (p.varlen()) p = with_device_seqlens(p, d.cu_q.data(), d.cu_k.data());
   if (family == Family::bwd && !in.o) {
     r.forward = setup_or_throw(producer_config(config), g);
     FwdOut f = run_forward_once(*r.forward->result.runner, p, d);
@@ -411,15 +432,10 @@ void run_run(const RunOptions& o, const GlobalOptions& g) {
 
   std::vector<Output> outputs;
   if (family == Family::fwd) {
-    const bool lse = runner.config().lse;
-    auto launch = [&](FwdOut& out) {
-      runner.run_fwd(p, {d.q.data(), d.k.data(), d.v.data(), out.o.data(),
-                         lse ? static_cast<float*>(out.lse.data()) : nullptr});
-    };
-    FwdOut scratch{poisoned(p.o_elements() * 2), poisoned(p.lse_elements() * 4)};
-    FwdOut out{poisoned(p.o_elements() * 2), poisoned(p.lse_elements() * 4)};
+    auto launch = [&](FwdOut& out) { launch_fwd(runner, p, d, out); };
+    FwdOut scratch = fwd_buffers(p), out = fwd_buffers(p);
     r.ms = time_once(launch, scratch, out);
-    outputs = download_fwd(out, p, lse, bf16);
+    outputs = download_fwd(out, p, runner.config().lse, bf16);
   } else {
     auto launch = [&](BwdOut& out) { launch_bwd(runner, p, d, out); };
     BwdOut scratch = bwd_buffers(runner, p), out = bwd_buffers(runner, p);
@@ -427,12 +443,18 @@ void run_run(const RunOptions& o, const GlobalOptions& g) {
     outputs = download_bwd(out, p, bf16);
   }
   r.flops = attention_flops(p, mask.kind, family);
-  if (!o.outputs.empty()) write_outputs(o.outputs, outputs);
+  if (!o.outputs.empty()) write_outputs(o.outputs, outputs, p, in);
 
   if (o.verify) {
-    const double macs = double(p.batch) * double(p.nhead_q) * double(p.seqlen_q) *
-                        double(p.seqlen_k) * double(p.hdim_q + p.hdim_v);
-    if (macs <= kCpuReferenceMaxMacs) {
+    const bool affordable = attention_macs(p) <= kCpuReferenceMaxMacs;
+    const std::string gap = gpu_reference_gap(r.main->result.config);
+    if (!affordable && !gap.empty()) {
+      spdlog::warn(
+          "the GPU reference kernel does not serve {}: verifying with the fp64 CPU "
+          "reference, which takes a while at this size",
+          gap);
+    }
+    if (affordable || !gap.empty()) {
       r.reference = "cpu_fp64";
       cpu_reference(outputs, p, mask.kind, in, family);
     } else {
@@ -467,10 +489,15 @@ Command add_run_command(CLI::App& app, const GlobalOptions& g) {
   auto* sub = app.add_subcommand("run", "Run one attention problem on the GPU");
   sub->footer(
       "Inputs: random normal (--seed), or q.npy, k.npy, v.npy (+ do.npy for bwd, and optionally "
-      "o.npy + lse.npy) from --inputs, float32 in the layout's shape, rounded to the dtype. "
-      "Outputs: o.npy and lse.npy (fwd) or dq.npy, dk.npy, dv.npy (bwd) in --outputs. --verify "
-      "compares with the fp64 CPU reference, or the GPU reference kernel when B*Hq*Sq*Sk*(D+Dv) > "
-      "3e8, and exits 1 on a failure.");
+      "o.npy + lse.npy) from --inputs, float32 in the layout's shape, rounded to the dtype; with "
+      "--sinks also sinks.npy (float32, (Hq,)). Outputs: o.npy and lse.npy (fwd) or dq.npy, "
+      "dk.npy, dv.npy (+ d_sinks.npy with --sinks) (bwd) in --outputs, with sinks.npy when "
+      "--sinks. A packed batch (--seqlens-q) has 3-d tensors: q (total_q, Hq, D), k and v "
+      "(total_k, Hk, D), o (total_q, Hq, Dv) in bshd ((H, total, D) in bhsd), lse (Hq, total_q); "
+      "--outputs also gets cu_seqlens_q.npy and cu_seqlens_k.npy (int32, (B + 1,)), which "
+      "--inputs may hold too if they match the flags. --verify compares with the fp64 CPU "
+      "reference (a packed batch sequence by sequence), or the GPU reference kernel when "
+      "sum(Hq*Sq*Sk*(D+Dv)) > 3e8 and it serves the config, and exits 1 on a failure.");
   add_problem_options(*sub, o->problem, {"fwd", "bwd"});
   sub->add_option("--inputs", o->inputs, "Folder of input .npy files")
       ->check(CLI::ExistingDirectory)

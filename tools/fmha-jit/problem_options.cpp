@@ -8,7 +8,6 @@
 #include <limits>
 #include <set>
 
-#include "common/mask.h"
 #include "dispatcher/launch.hpp"
 #include "fmha_jit/dispatcher.hpp"
 #include "fmha_jit/error.hpp"
@@ -51,6 +50,64 @@ std::string check_scale(const std::string& text) {
   return {};
 }
 
+// A cap of 0 would mean "no softcap", which is what leaving the flag out says; accepting it would
+// give two spellings of one problem and a config whose softcap field disagrees with the problem.
+std::string check_softcap(const std::string& text) {
+  double v = 0;
+  const char* end = text.data() + text.size();
+  auto [ptr, ec] = std::from_chars(text.data(), end, v);
+  if (ec != std::errc() || ptr != end || !std::isfinite(v) || v <= 0 ||
+      v > std::numeric_limits<float>::max()) {
+    return "softcap = " + text +
+           " is not supported; accepted: a finite positive number (the scores s become "
+           "softcap * tanh(s / softcap)), e.g. 30; leave --softcap out for no cap";
+  }
+  return {};
+}
+
+CLI::Validator seqlens_validator(const char* key) {
+  return CLI::Validator(
+      [key](std::string& text) {
+        try {
+          parse_seqlens(key, text);
+          return std::string();
+        } catch (const Error& e) {
+          return std::string(e.what());
+        }
+      },
+      "", key);
+}
+
+// Checks what one option cannot check alone. The dense sizes have defaults, so only those given in
+// this parse conflict with the packed lengths (a sweep point's parser sees the point's keys only).
+void check_packed_options(const ProblemOptions& o, const CLI::Option* seqlens_q,
+                          const CLI::Option* seqlens_k,
+                          const std::vector<const CLI::Option*>& dense) {
+  for (const CLI::Option* packed : {seqlens_q, seqlens_k}) {
+    if (packed->count() == 0) continue;
+    for (const CLI::Option* size : dense) {
+      if (size->count() == 0) continue;
+      throw CLI::ValidationError(
+          packed->get_name() + " and " + size->get_name() + " conflict",
+          "a packed batch takes its sequence count and lengths from --seqlens-q (and "
+          "--seqlens-k); accepted: either those or --batch / --seqlen-q / --seqlen-k");
+    }
+  }
+  if (o.seqlens_q.empty() && !o.seqlens_k.empty()) {
+    throw CLI::ValidationError(
+        seqlens_k->get_name(),
+        "given without --seqlens-q; accepted: the key lengths of a packed batch whose query "
+        "lengths --seqlens-q gives");
+  }
+  if (o.seqlens_q.empty()) return;
+  try {
+    const auto q = parse_seqlens("seqlens_q", o.seqlens_q);
+    pack_seqlens(q, o.seqlens_k.empty() ? q : parse_seqlens("seqlens_k", o.seqlens_k));
+  } catch (const Error& e) {
+    throw CLI::ValidationError(e.what());
+  }
+}
+
 bool parse_int(std::string_view text, int& out) {
   const char* end = text.data() + text.size();
   auto [ptr, ec] = std::from_chars(text.data(), end, out);
@@ -69,10 +126,8 @@ void add_problem_options(CLI::App& app, ProblemOptions& o,
   app.add_option("--dtype", o.dtype, "Element type")
       ->capture_default_str()
       ->check(CLI::IsMember(spellings<DType>()));
-  app.add_option("--batch", o.batch, "Batch size")
-      ->capture_default_str()
-      ->check(CLI::Range(std::int64_t{1}, kMaxSize))
-      ->type_name("B");
+  CLI::Option* batch = app.add_option("--batch", o.batch, "Batch size");
+  batch->capture_default_str()->check(CLI::Range(std::int64_t{1}, kMaxSize))->type_name("B");
   app.add_option("--nhead-q", o.nhead_q, "Query heads")
       ->capture_default_str()
       ->check(CLI::Range(std::int64_t{1}, kMaxSize))
@@ -80,13 +135,21 @@ void add_problem_options(CLI::App& app, ProblemOptions& o,
   app.add_option("--nhead-k", o.nhead_k, "Key/value heads (GQA / MQA) [default: --nhead-q]")
       ->check(CLI::Range(std::int64_t{1}, kMaxSize))
       ->type_name("HK");
-  app.add_option("--seqlen-q", o.seqlen_q, "Query sequence length")
-      ->capture_default_str()
-      ->check(CLI::Range(std::int64_t{1}, kMaxSize))
-      ->type_name("SQ");
-  app.add_option("--seqlen-k", o.seqlen_k, "Key sequence length [default: --seqlen-q]")
-      ->check(CLI::Range(std::int64_t{1}, kMaxSize))
-      ->type_name("SK");
+  CLI::Option* seqlen_q = app.add_option("--seqlen-q", o.seqlen_q, "Query sequence length");
+  seqlen_q->capture_default_str()->check(CLI::Range(std::int64_t{1}, kMaxSize))->type_name("SQ");
+  CLI::Option* seqlen_k =
+      app.add_option("--seqlen-k", o.seqlen_k, "Key sequence length [default: --seqlen-q]");
+  seqlen_k->check(CLI::Range(std::int64_t{1}, kMaxSize))->type_name("SK");
+  CLI::Option* seqlens_q = app.add_option(
+      "--seqlens-q", o.seqlens_q,
+      "Packed batch of variable-length sequences (varlen config): the query length of each "
+      "sequence, comma-separated, 0 allowed, e.g. 100,2000,17. Replaces --batch, --seqlen-q and "
+      "--seqlen-k; tensors are (total, H, D) in bshd, (H, total, D) in bhsd");
+  seqlens_q->check(seqlens_validator("seqlens_q"))->type_name("L1,L2,...");
+  CLI::Option* seqlens_k = app.add_option(
+      "--seqlens-k", o.seqlens_k,
+      "Key length of each packed sequence, as many as --seqlens-q [default: --seqlens-q]");
+  seqlens_k->check(seqlens_validator("seqlens_k"))->type_name("L1,L2,...");
   app.add_option("--hdim-q", o.hdim_q, "Head dim of Q and K")
       ->capture_default_str()
       ->check(CLI::Range(1, 1024))
@@ -120,12 +183,23 @@ void add_problem_options(CLI::App& app, ProblemOptions& o,
   app.add_option("--arch", o.arch, "Target arch [default: the GPU's]")->type_name("ARCH");
   app.add_flag("--deterministic", o.deterministic, "bwd: bit-identical gradients run to run");
   app.add_flag("--lse,!--no-lse", o.lse, "fwd: store the log-sum-exp (default on)");
+  app.add_flag("--sinks", o.sinks,
+               "Per-head sink logits join each row's softmax denominator (sinks config; random, "
+               "or sinks.npy of run --inputs); bwd also computes their gradient");
+  app.add_option("--softcap", o.softcap,
+                 "Cap the scaled scores s as X * tanh(s / X), X > 0 (softcap config) [default: no "
+                 "cap]")
+      ->check(CLI::Validator([](std::string& text) { return check_softcap(text); }, "", "softcap"))
+      ->type_name("X");
   // Tile overrides: the config fields of the same names (validated with the config).
   const char* tile_help = "Tile override (0 = heuristic; see docs/ARCHITECTURE.md)";
   app.add_option("--block-m", o.block_m, tile_help)->check(CLI::Range(0, 1024));
   app.add_option("--block-n", o.block_n, tile_help)->check(CLI::Range(0, 1024));
   app.add_option("--num-warps", o.num_warps, tile_help)->check(CLI::Range(0, 32));
   app.add_option("--num-stages", o.num_stages, tile_help)->check(CLI::Range(0, 8));
+  app.parse_complete_callback([&o, seqlens_q, seqlens_k, batch, seqlen_q, seqlen_k] {
+    check_packed_options(o, seqlens_q, seqlens_k, {batch, seqlen_q, seqlen_k});
+  });
 }
 
 MaskSpec parse_mask(const std::string& text) {
@@ -173,6 +247,9 @@ FmhaKernelConfig make_config(const ProblemOptions& o, Family family) {
   c.deterministic = o.deterministic;
   c.mask = parse_mask(o.mask).kind;
   c.lse = o.lse;
+  c.varlen = !o.seqlens_q.empty();
+  c.sinks = o.sinks;
+  c.softcap = o.softcap > 0;
   c.impl = enum_from<KernelImpl>(o.impl);
   c.block_m = o.block_m;
   c.block_n = o.block_n;
@@ -189,8 +266,9 @@ FmhaKernelConfig producer_config(const FmhaKernelConfig& bwd) {
   return c;
 }
 
-FmhaProblem make_problem(const ProblemOptions& o) {
-  FmhaProblem p;
+CliProblem make_problem(const ProblemOptions& o) {
+  CliProblem cp;
+  FmhaProblem& p = cp.problem;
   p.batch = o.batch;
   p.nhead_q = o.nhead_q;
   p.nhead_k = o.nhead_k ? o.nhead_k : o.nhead_q;
@@ -203,7 +281,15 @@ FmhaProblem make_problem(const ProblemOptions& o) {
   p.window_left = m.window_left;
   p.window_right = m.window_right;
   p.layout = *layout_from_string(o.layout);
-  return p;
+  if (o.softcap > 0) p.softcap = static_cast<float>(o.softcap);
+  if (!o.seqlens_q.empty()) {
+    const auto q = parse_seqlens("seqlens_q", o.seqlens_q);
+    auto packed = std::make_shared<PackedBatch>(
+        pack_seqlens(q, o.seqlens_k.empty() ? q : parse_seqlens("seqlens_k", o.seqlens_k)));
+    set_packed(p, *packed);
+    cp.packed = std::move(packed);
+  }
+  return cp;
 }
 
 FmhaKernelConfig validate_config_and_problem(const FmhaKernelConfig& config,
@@ -213,51 +299,43 @@ FmhaKernelConfig validate_config_and_problem(const FmhaKernelConfig& config,
   return canonical;
 }
 
-double attention_flops(const FmhaProblem& p, MaskKind mask, Family family) {
-  // Visible (query, key) pairs. FlashAttention's benchmarks halve the square for causal masks; that
-  // is kept where it is their convention (Sq == Sk) so that figures compare with published ones.
-  // Elsewhere (Sq != Sk, windows) the pairs are counted with the kernels' own mask function, so a
-  // window is not credited with work it skips.
-  double pairs = 0;
-  const bool causal = is_causal(mask);
-  if (mask == MaskKind::none) {
-    pairs = double(p.seqlen_q) * double(p.seqlen_k);
-  } else if (causal && p.seqlen_q == p.seqlen_k) {
-    pairs = double(p.seqlen_q) * double(p.seqlen_k) / 2;
-  } else {
-    for (std::int64_t i = 0; i < p.seqlen_q; ++i) {
-      const FmhaKeyRange r = fmha_visible_keys(
-          static_cast<int>(mask), static_cast<int>(i), static_cast<int>(p.seqlen_q),
-          static_cast<int>(p.seqlen_k), p.window_left, p.window_right);
-      pairs += r.hi - r.lo;
-    }
-  }
-  const double fwd =
-      2.0 * double(p.batch) * double(p.nhead_q) * pairs * double(p.hdim_q + p.hdim_v);
-  return family == Family::bwd ? 2.5 * fwd : fwd;
-}
-
 nlohmann::json problem_json(const FmhaProblem& p, const MaskSpec& mask) {
-  return {{"batch", p.batch},
-          {"nhead_q", p.nhead_q},
-          {"nhead_k", p.nhead_k},
-          {"seqlen_q", p.seqlen_q},
-          {"seqlen_k", p.seqlen_k},
-          {"hdim_q", p.hdim_q},
-          {"hdim_v", p.hdim_v},
-          {"layout", std::string(to_string(p.layout))},
-          {"mask", mask_text(mask)},
-          {"window_left", p.window_left},
-          {"window_right", p.window_right},
-          {"scale", p.softmax_scale()}};
+  nlohmann::json j = {{"batch", p.batch},
+                      {"nhead_q", p.nhead_q},
+                      {"nhead_k", p.nhead_k},
+                      {"seqlen_q", p.seqlen_q},
+                      {"seqlen_k", p.seqlen_k},
+                      {"hdim_q", p.hdim_q},
+                      {"hdim_v", p.hdim_v},
+                      {"layout", std::string(to_string(p.layout))},
+                      {"mask", mask_text(mask)},
+                      {"window_left", p.window_left},
+                      {"window_right", p.window_right},
+                      {"scale", p.softmax_scale()},
+                      {"varlen", p.varlen()},
+                      {"softcap", p.softcap}};
+  if (p.varlen()) {
+    // seqlen_q / seqlen_k above are the longest sequences.
+    j["total_q"] = p.total_q;
+    j["total_k"] = p.total_k;
+    j["seqlens_q"] = seqlens_of(p.cu_seqlens_q_host, p.batch);
+    j["seqlens_k"] = seqlens_of(p.cu_seqlens_k_host, p.batch);
+  }
+  return j;
 }
 
 std::string describe_problem(const ProblemOptions& o, const FmhaProblem& p) {
   const std::string hdim =
       p.hdim_q == p.hdim_v ? std::to_string(p.hdim_q) : fmt::format("{}x{}", p.hdim_q, p.hdim_v);
-  return fmt::format("{} B{} H{}:{} S{}x{} D{} {} {}", o.dtype, p.batch, p.nhead_q, p.nhead_k,
-                     p.seqlen_q, p.seqlen_k, hdim, mask_text(parse_mask(o.mask)),
-                     to_string(p.layout));
+  const std::string seq = p.varlen() ? fmt::format("varlen S<={}x<={} T{}x{}", p.seqlen_q,
+                                                   p.seqlen_k, p.total_q, p.total_k)
+                                     : fmt::format("S{}x{}", p.seqlen_q, p.seqlen_k);
+  std::string text =
+      fmt::format("{} B{} H{}:{} {} D{} {} {}", o.dtype, p.batch, p.nhead_q, p.nhead_k, seq, hdim,
+                  mask_text(parse_mask(o.mask)), to_string(p.layout));
+  if (o.sinks) text += " sinks";
+  if (p.softcap > 0) text += fmt::format(" softcap {:g}", p.softcap);
+  return text;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -291,6 +369,11 @@ std::int64_t positive_integer(const nlohmann::json& point, const char* key) {
 ProblemOptions apply_point(const nlohmann::json& point, const ProblemOptions& base,
                            const std::vector<std::string>& families) {
   ProblemOptions o = base;
+  // A point that sizes a dense batch replaces packed lengths given on the command line, as any
+  // point value replaces its flag.
+  for (const char* dense : {"batch", "seqlen_q", "seqlen_k", "seqlen", "tokens"}) {
+    if (point.contains(dense)) o.seqlens_q.clear(), o.seqlens_k.clear();
+  }
   CLI::App parser;
   add_problem_options(parser, o, families);
   // Shorthands of the FlashAttention benchmark grid, expanded into the flags they stand for.
@@ -361,6 +444,11 @@ ProblemOptions apply_point(const nlohmann::json& point, const ProblemOptions& ba
   // FlashAttention's grid holds the token count and the model width fixed: batch and heads follow
   // from the sequence length and head dim (rounded down, as its benchmark script does).
   if (point.contains("tokens")) {
+    if (!o.seqlens_q.empty()) {
+      throw Error(ErrorCode::invalid_argument,
+                  "\"tokens\" sets the batch of a dense batch; a packed batch (seqlens_q) has one "
+                  "sequence per length");
+    }
     const std::int64_t tokens = positive_integer(point, "tokens");
     o.batch = tokens / o.seqlen_q;
     if (o.batch < 1) {

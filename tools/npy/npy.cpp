@@ -21,7 +21,24 @@ namespace fmha_jit::npy {
 namespace {
 
 constexpr uint8_t kMagic[6] = {0x93, 'N', 'U', 'M', 'P', 'Y'};
-constexpr std::string_view kAcceptedDescr = "<f4";
+
+// The dtype each element type is stored as; both are 4 bytes, so one byte swap serves both on
+// big-endian hosts.
+template <class T>
+struct Dtype;
+template <>
+struct Dtype<float> {
+  static constexpr std::string_view descr = "<f4";
+  static constexpr std::string_view name = "float32";
+  static constexpr std::string_view accepted = "'<f4' (float32)";
+};
+template <>
+struct Dtype<int32_t> {
+  static constexpr std::string_view descr = "<i4";
+  static constexpr std::string_view name = "int32";
+  static constexpr std::string_view accepted = "'<i4' (int32)";
+};
+static_assert(sizeof(float) == 4 && sizeof(int32_t) == 4);
 
 std::string shape_repr(std::span<const int64_t> shape) {
   // Python's repr of a tuple: "()", "(5,)", "(2, 3)".
@@ -64,8 +81,12 @@ std::string quote_excerpt(std::string_view text) {
 // the stack, and every read is bound-checked against the header's end.
 class HeaderParser {
  public:
-  HeaderParser(std::string_view text, std::string_view name, bool allow_long_suffix)
-      : text_(text), name_(name), allow_long_suffix_(allow_long_suffix) {}
+  HeaderParser(std::string_view text, std::string_view name, bool allow_long_suffix,
+               std::string_view accepted_dtype)
+      : text_(text),
+        name_(name),
+        allow_long_suffix_(allow_long_suffix),
+        accepted_dtype_(accepted_dtype) {}
 
   struct Header {
     std::string descr;
@@ -87,7 +108,7 @@ class HeaderParser {
       if (key == "descr") {
         check_unique(have_descr, key);
         if (!at_end() && peek() == '[') {
-          fail("dtype is structured (descr is a list); expected '<f4' (float32)");
+          fail("dtype is structured (descr is a list); expected " + std::string(accepted_dtype_));
         }
         h.descr = parse_string("the descr string");
       } else if (key == "fortran_order") {
@@ -233,6 +254,7 @@ class HeaderParser {
   std::string_view text_;
   std::string_view name_;
   bool allow_long_suffix_;
+  std::string_view accepted_dtype_;
   size_t pos_ = 0;
 };
 
@@ -280,7 +302,10 @@ int64_t element_count(std::span<const int64_t> shape) {
   return count;
 }
 
-Array parse_npy(std::span<const uint8_t> bytes, std::string_view name) {
+namespace {
+
+template <class T>
+BasicArray<T> parse_as(std::span<const uint8_t> bytes, std::string_view name) {
   auto fail = [&](const std::string& what) -> FormatError {
     return FormatError(std::string(name) + ": " + what);
   };
@@ -317,12 +342,12 @@ Array parse_npy(std::span<const uint8_t> bytes, std::string_view name) {
     }
   }
 
-  HeaderParser parser(header, name, /*allow_long_suffix=*/major < 3);
+  HeaderParser parser(header, name, /*allow_long_suffix=*/major < 3, Dtype<T>::accepted);
   HeaderParser::Header h = parser.parse();
-  if (h.descr != kAcceptedDescr) {
+  if (h.descr != Dtype<T>::descr) {
     std::string found = "dtype '" + quote_excerpt(h.descr) + "' not supported";
-    if (h.descr == ">f4") found += " (big-endian)";
-    throw fail(found + "; expected '<f4' (float32)");
+    if (h.descr == ">" + std::string(Dtype<T>::descr.substr(1))) found += " (big-endian)";
+    throw fail(found + "; expected " + std::string(Dtype<T>::accepted));
   }
   if (h.fortran_order) {
     throw fail("fortran_order True (column-major) not supported; expected C order");
@@ -337,26 +362,26 @@ Array parse_npy(std::span<const uint8_t> bytes, std::string_view name) {
   const size_t available = bytes.size() - data_offset;
   // Compare before multiplying (count * 4 can overflow) and before allocating, so that the
   // allocation is bounded by the size of the input.
-  if (static_cast<uint64_t>(count) > available / sizeof(float)) {
+  if (static_cast<uint64_t>(count) > available / sizeof(T)) {
     throw fail("data is " + std::to_string(available) + " bytes but shape " + shape_repr(h.shape) +
-               " needs " + std::to_string(count) + " float32 elements");
+               " needs " + std::to_string(count) + " " + std::string(Dtype<T>::name) + " elements");
   }
-  const uint64_t needed = static_cast<uint64_t>(count) * sizeof(float);
+  const uint64_t needed = static_cast<uint64_t>(count) * sizeof(T);
   if (needed < available) {
     throw fail(std::to_string(available - needed) + " trailing bytes after the " +
                std::to_string(needed) + " bytes of data of shape " + shape_repr(h.shape));
   }
-  Array out;
+  BasicArray<T> out;
   out.shape = std::move(h.shape);
   out.data.resize(static_cast<size_t>(count));
   if (count > 0) std::memcpy(out.data.data(), bytes.data() + data_offset, needed);
   if constexpr (std::endian::native == std::endian::big) {
-    for (float& x : out.data) x = std::bit_cast<float>(bswap32(std::bit_cast<uint32_t>(x)));
+    for (T& x : out.data) x = std::bit_cast<T>(bswap32(std::bit_cast<uint32_t>(x)));
   }
   return out;
 }
 
-Array read_npy(const std::filesystem::path& path) {
+std::vector<uint8_t> read_file(const std::filesystem::path& path) {
   const std::string name = path.string();
   std::FILE* f = std::fopen(name.c_str(), "rb");
   if (f == nullptr) throw IoError(name + ": cannot open: " + errno_text(errno));
@@ -368,13 +393,14 @@ Array read_npy(const std::filesystem::path& path) {
   const int err = errno;
   std::fclose(f);
   if (error) throw IoError(name + ": read failed: " + errno_text(err));
-  return parse_npy(bytes, name);
+  return bytes;
 }
 
-std::vector<uint8_t> serialize_npy(std::span<const int64_t> shape, std::span<const float> data) {
+template <class T>
+std::vector<uint8_t> serialize_as(std::span<const int64_t> shape, std::span<const T> data) {
   check_write_shape(shape, data.size());
-  std::string header =
-      "{'descr': '<f4', 'fortran_order': False, 'shape': " + shape_repr(shape) + ", }";
+  std::string header = "{'descr': '" + std::string(Dtype<T>::descr) +
+                       "', 'fortran_order': False, 'shape': " + shape_repr(shape) + ", }";
   // Like numpy (>= 1.24), leave room for the first axis to grow to 21 digits so the file can be
   // appended to in place; then pad with spaces so that magic (6) + version (2) + length (2) +
   // header + '\n' is a multiple of 64. The result is byte-identical to numpy.save.
@@ -390,7 +416,7 @@ std::vector<uint8_t> serialize_npy(std::span<const int64_t> shape, std::span<con
   out.push_back(static_cast<uint8_t>(header.size() >> 8));
   out.insert(out.end(), header.begin(), header.end());
   const size_t data_offset = out.size();
-  out.resize(data_offset + data.size() * sizeof(float));
+  out.resize(data_offset + data.size() * sizeof(T));
   if (!data.empty()) std::memcpy(out.data() + data_offset, data.data(), data.size_bytes());
   if constexpr (std::endian::native == std::endian::big) {
     for (size_t i = 0; i < data.size(); ++i) {
@@ -401,9 +427,7 @@ std::vector<uint8_t> serialize_npy(std::span<const int64_t> shape, std::span<con
   return out;
 }
 
-void write_npy(const std::filesystem::path& path, std::span<const int64_t> shape,
-               std::span<const float> data) {
-  const std::vector<uint8_t> bytes = serialize_npy(shape, data);
+void write_bytes(const std::filesystem::path& path, const std::vector<uint8_t>& bytes) {
   const std::string name = path.string();
   // A name unique to this process and call, in the target's folder so the rename is atomic.
   static std::atomic<uint64_t> counter{0};
@@ -444,6 +468,42 @@ void write_npy(const std::filesystem::path& path, std::span<const int64_t> shape
     std::filesystem::remove(tmp, ignored);
     throw IoError(name + ": cannot rename " + tmp_name + " into place: " + ec.message());
   }
+}
+
+}  // namespace
+
+Array parse_npy(std::span<const uint8_t> bytes, std::string_view name) {
+  return parse_as<float>(bytes, name);
+}
+
+Int32Array parse_npy_int32(std::span<const uint8_t> bytes, std::string_view name) {
+  return parse_as<int32_t>(bytes, name);
+}
+
+Array read_npy(const std::filesystem::path& path) {
+  return parse_npy(read_file(path), path.string());
+}
+
+Int32Array read_npy_int32(const std::filesystem::path& path) {
+  return parse_npy_int32(read_file(path), path.string());
+}
+
+std::vector<uint8_t> serialize_npy(std::span<const int64_t> shape, std::span<const float> data) {
+  return serialize_as<float>(shape, data);
+}
+
+std::vector<uint8_t> serialize_npy(std::span<const int64_t> shape, std::span<const int32_t> data) {
+  return serialize_as<int32_t>(shape, data);
+}
+
+void write_npy(const std::filesystem::path& path, std::span<const int64_t> shape,
+               std::span<const float> data) {
+  write_bytes(path, serialize_npy(shape, data));
+}
+
+void write_npy(const std::filesystem::path& path, std::span<const int64_t> shape,
+               std::span<const int32_t> data) {
+  write_bytes(path, serialize_npy(shape, data));
 }
 
 }  // namespace fmha_jit::npy
