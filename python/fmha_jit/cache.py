@@ -35,8 +35,9 @@ def prebuild(
     prebuild` does: a JSON object whose list-valued fields expand to their product, a list of
     such objects, or the path of a JSON file holding one. Each config's tile variant is built
     too. The ops' kernels are the configs {family, dtype, hdim_q, hdim_v, arch, mask,
-    deterministic, lse} with the other fields left to their defaults (the forward without LSE
-    serves calls that need no gradient), e.g.
+    deterministic, lse, varlen, sinks, softcap} with the other fields left to their defaults
+    (the forward without LSE serves calls that need no gradient; varlen the packed batches of
+    flash_attn_varlen_func, sinks and softcap the calls given them), e.g.
 
         fmha_jit.prebuild({"family": ["fwd", "bwd"], "dtype": "bf16", "hdim_q": [64, 128],
                            "arch": "sm_90", "mask": ["none", "causal_bottom_right"],

@@ -1,8 +1,9 @@
 """One set-up kernel per (device, config), and per kernel the run-time shapes it has seen.
 
 The config of a call is what the C++ API's FmhaKernelConfig holds: family, dtype, head dims, the
-device's arch, mask and the deterministic flag; tiles and implementation are left to the
-library's heuristic, so `prebuild` of the same fields warms exactly these kernels.
+device's arch, mask, the deterministic flag and the varlen / sinks / softcap flags; tiles and
+implementation are left to the library's heuristic, so `prebuild` of the same fields warms exactly
+these kernels.
 """
 
 from __future__ import annotations
@@ -59,7 +60,9 @@ class KernelEntry:
         self._shapes: Dict[tuple, Tuple["_C.Shape", int]] = {}
 
     def shape(self, dims: tuple) -> Tuple["_C.Shape", int]:
-        """(Shape, workspace bytes) of dims = (bshd, B, Hq, Hk, Sq, Sk, Dq, Dv, scale, wl, wr).
+        """(Shape, workspace bytes) of dims = (bshd, B, Hq, Hk, Sq, Sk, Dq, Dv, scale, wl, wr),
+        and for packed batches or softcap also (varlen, total_q, total_k, softcap); packed, B is
+        the number of sequences and Sq / Sk are the longest lengths.
 
         The forward's workspace depends on the device's SM count, fixed per entry (one device).
         """
@@ -86,10 +89,15 @@ def kernel_for(
     mask: str,
     deterministic: bool = False,
     lse: bool = True,
+    varlen: bool = False,
+    sinks: bool = False,
+    softcap: bool = False,
 ) -> KernelEntry:
     """The kernel of this config on this device: set up (memory, disk cache or compile) and
-    loaded on first use. `deterministic` is the backward's, `lse` the forward's."""
-    key = (device_index, family, dtype, hdim_q, hdim_v, mask, deterministic, lse)
+    loaded on first use. `deterministic` is the backward's, `lse` the forward's; `varlen` (packed
+    batches), `sinks` and `softcap` are the config's flags of the same names."""
+    key = (device_index, family, dtype, hdim_q, hdim_v, mask, deterministic, lse, varlen, sinks,
+           softcap)
     entry = _kernels.get(key)
     if entry is not None:
         return entry
@@ -108,6 +116,11 @@ def kernel_for(
                 config["lse"] = lse
             else:
                 config["deterministic"] = deterministic
+            # Named only when set: the JSON of the other configs stays what it was (their
+            # canonical form and key are the same either way).
+            for name, on in (("varlen", varlen), ("sinks", sinks), ("softcap", softcap)):
+                if on:
+                    config[name] = True
             with torch.cuda.device(device_index):
                 kernel = _C.Kernel(json.dumps(config), cache_dir(), True)
             logger.debug(

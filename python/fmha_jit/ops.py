@@ -6,76 +6,27 @@ public functions call the same implementations through a torch.autograd.Function
 dispatcher's round trip into Python (tens of microseconds per call; docs/PYTHON.md).
 
 Tensors are (batch, seqlen, heads, dim) for layout "bshd" and (batch, heads, seqlen, dim) for
-"bhsd", any strides with the head dim contiguous. Outputs, LSE and workspaces come from torch's
-caching allocator and the kernels run on the current stream: nothing allocates outside torch or
-synchronises once a kernel is loaded, so the calls can be captured in a CUDA graph.
+"bhsd", any strides with the head dim contiguous. A packed variable-length batch (cu_seqlens_q and
+cu_seqlens_k given, layout "bshd") has tensors (total, heads, dim) and an LSE (heads, total_q);
+sinks (per query head, fp32) and softcap are optional arguments of both ops. A call that uses none
+of them runs the dense path, whose memoised plans and launch arguments are its own; the others
+run those of _ext.py. Outputs, LSE and workspaces come from torch's caching allocator and
+the kernels run on the current stream: nothing allocates outside torch or synchronises once a
+kernel is loaded, so the calls can be captured in a CUDA graph.
 """
 
 from __future__ import annotations
 
 import atexit
-import warnings
 from typing import Optional, Tuple
 
 import torch
 from torch import Tensor
 from torch.utils._python_dispatch import _get_current_dispatch_mode as _current_dispatch_mode
 
-from fmha_jit import kernels
-
-_get_raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
-
-
-def _stream(index: int) -> int:
-    if _get_raw_stream is not None:
-        return _get_raw_stream(index)
-    return torch.cuda.current_stream(index).cuda_stream
-
-
-def _empty_like_layout(ref: Tensor, shape, dtype=None) -> Tensor:
-    """A new tensor of `shape` whose memory order of dims 1 and 2 follows `ref`'s: an SDPA-layout
-    view of (batch, seqlen, heads, dim) memory gets an output of the same memory order, so the
-    model's transpose back is free, as with torch's own SDPA kernels."""
-    dtype = dtype or ref.dtype
-    if ref.stride(1) < ref.stride(2):
-        b, d1, d2, d3 = shape
-        return torch.empty((b, d2, d1, d3), dtype=dtype, device=ref.device).transpose(1, 2)
-    return torch.empty(shape, dtype=dtype, device=ref.device)
-
-
-def _aligned(t: Tensor, name: str) -> Tensor:
-    """`t`, or a copy when the kernels cannot read it in place (head dim not contiguous, base or
-    row strides not 16-byte aligned). A copy costs a pass over the tensor, so it is announced."""
-    s0, s1, s2, s3 = t.stride()
-    if s3 == 1 and not ((s0 | s1 | s2) & 7) and not (t.data_ptr() & 15):
-        return t
-    warnings.warn(
-        f"fmha_jit: {name} (strides {tuple(t.stride())}, storage offset {t.storage_offset()}) "
-        "is copied to a contiguous tensor: the kernels need the head dim contiguous and 16-byte "
-        "aligned rows",
-        stacklevel=4,
-    )
-    return t.contiguous() if not t.is_contiguous() else t.clone()
-
-
-def _dims(q: Tensor, k: Tensor, v: Tensor, bshd: bool):
-    if bshd:
-        b, sq, hq, dq = q.shape
-        sk, hk = k.shape[1], k.shape[2]
-    else:
-        b, hq, sq, dq = q.shape
-        hk, sk = k.shape[1], k.shape[2]
-    return b, hq, hk, sq, sk, dq, v.shape[3]
-
-
-def _out_shape(q: Tensor, dv: int):
-    return (q.shape[0], q.shape[1], q.shape[2], dv)
-
+from fmha_jit import _ext, _launch, kernels
 
 # --- implementations (real tensors) -------------------------------------------------------------
-
-_current_device = getattr(torch._C, "_cuda_getDevice", None) or torch.cuda.current_device
-
 
 class _FwdPlan:
     """What a forward of one call signature launches, worked out on the signature's first call:
@@ -91,7 +42,7 @@ atexit.register(_fwd_plans.clear)
 
 def _new_fwd_plan(q, k, v, layout, mask, window_left, window_right, softmax_scale, with_lse):
     bshd = layout == "bshd"
-    b, hq, hk, sq, sk, dq, dv = _dims(q, k, v, bshd)
+    b, hq, hk, sq, sk, dq, dv = _launch._dims(q, k, v, bshd)
     index = q.device.index
     entry = kernels.kernel_for(index, "fwd", q.dtype, dq, dv, mask, lse=with_lse)
     plan = _FwdPlan()
@@ -99,7 +50,7 @@ def _new_fwd_plan(q, k, v, layout, mask, window_left, window_right, softmax_scal
     plan.shape, plan.need = entry.shape(
         (bshd, b, hq, hk, sq, sk, dq, dv, softmax_scale, window_left, window_right)
     )
-    # The output keeps q's memory order of dims 1 and 2 (_empty_like_layout), allocated at once
+    # The output keeps q's memory order of dims 1 and 2 (_launch._empty_like_layout), allocated at once
     # with its strides: a transposed view would cost a second tensor per call.
     d0, d1, d2, _ = q.shape
     swap = q.stride(1) < q.stride(2)
@@ -133,12 +84,12 @@ def _fwd_plan(q, k, v, layout, mask, window_left, window_right, softmax_scale, w
 
 
 def _in_place(t: Tensor, name: str):
-    """(data_ptr, strides) of `t`, or of the copy _aligned makes when the kernels cannot read it
+    """(data_ptr, strides) of `t`, or of the copy _launch._aligned makes when the kernels cannot read it
     in place: each is read from torch once per call."""
     stride, ptr = t.stride(), t.data_ptr()
     if stride[3] == 1 and not ((stride[0] | stride[1] | stride[2]) & 7) and not (ptr & 15):
         return ptr, stride
-    t = _aligned(t, name)
+    t = _launch._aligned(t, name)
     return t.data_ptr(), t.stride()
 
 
@@ -172,7 +123,7 @@ def _run_fwd(plan: _FwdPlan, q: Tensor, k: Tensor, v: Tensor, out: Optional[Tens
     need = plan.need
     workspace = q.new_zeros(need, dtype=torch.uint8) if need else None
     plan.launch(
-        _stream(plan.index),
+        _launch._stream(plan.index),
         plan.shape,
         q_ptr,
         q_stride,
@@ -207,10 +158,12 @@ def forward(
     a signature not seen before (_fwd_plan)."""
     plan = _fwd_plan(q, k, v, layout, mask, window_left, window_right, softmax_scale, with_lse,
                      check)
-    if plan.index != _current_device():
+    if plan.index != _launch._current_device():
         with torch.cuda.device(plan.index):
             return _run_fwd(plan, q, k, v, out)
     return _run_fwd(plan, q, k, v, out)
+
+
 
 
 def fwd_impl(
@@ -241,19 +194,19 @@ def bwd_impl(
     deterministic: bool,
 ) -> Tuple[Tensor, Tensor, Tensor]:
     bshd = layout == "bshd"
-    b, hq, hk, sq, sk, dq, dv = _dims(q, k, v, bshd)
+    b, hq, hk, sq, sk, dq, dv = _launch._dims(q, k, v, bshd)
     index = q.device.index
-    if index != _current_device():
+    if index != _launch._current_device():
         with torch.cuda.device(index):
             return bwd_impl(
                 dout, q, k, v, out, lse, layout, mask, window_left, window_right,
                 softmax_scale, deterministic,
             )
-    grad_q = _empty_like_layout(q, q.shape)
-    grad_k = _empty_like_layout(k, k.shape)
-    grad_v = _empty_like_layout(v, v.shape)
-    q, k, v = _aligned(q, "q"), _aligned(k, "k"), _aligned(v, "v")
-    out, dout = _aligned(out, "out"), _aligned(dout, "dout")
+    grad_q = _launch._empty_like_layout(q, q.shape)
+    grad_k = _launch._empty_like_layout(k, k.shape)
+    grad_v = _launch._empty_like_layout(v, v.shape)
+    q, k, v = _launch._aligned(q, "q"), _launch._aligned(k, "k"), _launch._aligned(v, "v")
+    out, dout = _launch._aligned(out, "out"), _launch._aligned(dout, "dout")
     lse = lse.contiguous()
     entry = kernels.kernel_for(index, "bwd", q.dtype, dq, dv, mask, deterministic=deterministic)
     shape, need = entry.shape(
@@ -261,7 +214,7 @@ def bwd_impl(
     )
     workspace = torch.empty(need, dtype=torch.uint8, device=q.device)
     entry.kernel.bwd(
-        _stream(index),
+        _launch._stream(index),
         shape,
         q.data_ptr(),
         q.stride(),
@@ -300,15 +253,35 @@ def fwd(
     window_right: int,
     softmax_scale: Optional[float],
     deterministic: bool,
+    cu_seqlens_q: Optional[Tensor] = None,
+    cu_seqlens_k: Optional[Tensor] = None,
+    max_seqlen_q: int = 0,
+    max_seqlen_k: int = 0,
+    sinks: Optional[Tensor] = None,
+    softcap: float = 0.0,
 ) -> Tuple[Tensor, Tensor]:
-    """Attention forward: (out, lse). `deterministic` is carried for the backward."""
+    """Attention forward: (out, lse). `deterministic` is carried for the backward. With
+    cu_seqlens (int32, batch + 1 each) q, k, v and out are packed (total, heads, dim), layout
+    "bshd", max_seqlen the longest lengths, and lse is (heads, total_q). sinks: (Hq,) fp32 logits;
+    softcap: > 0 caps the scaled scores, 0 = none."""
+    if _ext._uses_ext(cu_seqlens_q, cu_seqlens_k, sinks, softcap):
+        return _ext.forward_ext(q, k, v, layout, mask, window_left, window_right, softmax_scale, True,
+                           None, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, sinks,
+                           softcap)
     return fwd_impl(q, k, v, layout, mask, window_left, window_right, softmax_scale)
 
 
 @fwd.register_fake
-def _fwd_fake(q, k, v, layout, mask, window_left, window_right, softmax_scale, deterministic):
-    b, hq, _, sq, _, _, dv = _dims(q, k, v, layout == "bshd")
-    out = _empty_like_layout(q, _out_shape(q, dv))
+def _fwd_fake(q, k, v, layout, mask, window_left, window_right, softmax_scale, deterministic,
+              cu_seqlens_q=None, cu_seqlens_k=None, max_seqlen_q=0, max_seqlen_k=0, sinks=None,
+              softcap=0.0):
+    if cu_seqlens_q is not None:
+        total_q, hq = q.shape[0], q.shape[1]
+        out = q.new_empty((total_q, hq, v.shape[2]))
+        lse = q.new_empty((hq, total_q), dtype=torch.float32)
+        return out, lse
+    b, hq, _, sq, _, _, dv = _launch._dims(q, k, v, layout == "bshd")
+    out = _launch._empty_like_layout(q, _launch._out_shape(q, dv))
     lse = torch.empty((b, hq, sq), dtype=torch.float32, device=q.device)
     return out, lse
 
@@ -327,58 +300,103 @@ def bwd(
     window_right: int,
     softmax_scale: Optional[float],
     deterministic: bool,
-) -> Tuple[Tensor, Tensor, Tensor]:
-    """Attention backward: (dq, dk, dv)."""
-    return bwd_impl(
-        dout, q, k, v, out, lse, layout, mask, window_left, window_right, softmax_scale,
-        deterministic,
-    )
+    cu_seqlens_q: Optional[Tensor] = None,
+    cu_seqlens_k: Optional[Tensor] = None,
+    max_seqlen_q: int = 0,
+    max_seqlen_k: int = 0,
+    sinks: Optional[Tensor] = None,
+    softcap: float = 0.0,
+) -> Tuple[Tensor, Tensor, Tensor, Tensor]:
+    """Attention backward: (dq, dk, dv, d_sinks). d_sinks is the sinks' gradient (Hq,) fp32, and
+    without sinks an empty fp32 tensor (a custom op cannot return None)."""
+    if _ext._uses_ext(cu_seqlens_q, cu_seqlens_k, sinks, softcap):
+        dq, dk, dv, d_sinks = _ext.backward_ext(
+            dout, q, k, v, out, lse, layout, mask, window_left, window_right, softmax_scale,
+            deterministic, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, sinks, softcap,
+        )
+    else:
+        dq, dk, dv = bwd_impl(
+            dout, q, k, v, out, lse, layout, mask, window_left, window_right, softmax_scale,
+            deterministic,
+        )
+        d_sinks = None
+    if d_sinks is None:
+        d_sinks = q.new_empty((0,), dtype=torch.float32)
+    return dq, dk, dv, d_sinks
 
 
 @bwd.register_fake
 def _bwd_fake(dout, q, k, v, out, lse, layout, mask, window_left, window_right, softmax_scale,
-              deterministic):
-    return (
-        _empty_like_layout(q, q.shape),
-        _empty_like_layout(k, k.shape),
-        _empty_like_layout(v, v.shape),
-    )
+              deterministic, cu_seqlens_q=None, cu_seqlens_k=None, max_seqlen_q=0,
+              max_seqlen_k=0, sinks=None, softcap=0.0):
+    d_sinks = q.new_empty((0,) if sinks is None else sinks.shape, dtype=torch.float32)
+    return _ext._grad_buffer(q), _ext._grad_buffer(k), _ext._grad_buffer(v), d_sinks
+
+
+# No gradient for layout, mask, window_left, window_right, softmax_scale, deterministic, and for
+# the custom op's optional arguments (cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
+# sinks, softcap) of a call that uses none.
+_NO_GRADS = (None,) * 6
+_NO_GRADS_OP = (None,) * 12
 
 
 def _setup_context(ctx, inputs, output):
-    q, k, v, layout, mask, window_left, window_right, softmax_scale, deterministic = inputs
+    q, k, v, layout, mask, window_left, window_right, softmax_scale, deterministic = inputs[:9]
     out, lse = output
-    ctx.save_for_backward(q, k, v, out, lse)
     ctx.args = (layout, mask, window_left, window_right, softmax_scale, deterministic)
+    ctx.no_grads = _NO_GRADS if len(inputs) == 9 else _NO_GRADS_OP
+    # The custom op always passes the optional arguments (their defaults filled in), the eager
+    # path of a dense call none.
+    if len(inputs) > 9 and _ext._uses_ext(inputs[9], inputs[10], inputs[13], inputs[14]):
+        cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, sinks, softcap = inputs[9:]
+        ctx.save_for_backward(q, k, v, out, lse, cu_seqlens_q, cu_seqlens_k, sinks)
+        ctx.ext = (max_seqlen_q, max_seqlen_k, softcap)
+    else:
+        ctx.save_for_backward(q, k, v, out, lse)
+        ctx.ext = None
     ctx.mark_non_differentiable(lse)
 
 
-def _gradients(ctx, dout, backward):
-    """dq, dk, dv by `backward` (the op or its implementation), and no gradient for the rest."""
-    q, k, v, out, lse = ctx.saved_tensors
-    dq, dk, dv = backward(dout, q, k, v, out, lse, *ctx.args)
-    return dq, dk, dv, None, None, None, None, None, None
+def _gradients(ctx, dout, backward, backward_ext):
+    """The gradients of the inputs: dq, dk, dv (and the sinks' d_sinks) by `backward` or
+    `backward_ext` (the op, or the implementations), none for the rest."""
+    if ctx.ext is None:
+        q, k, v, out, lse = ctx.saved_tensors
+        grads = backward(dout, q, k, v, out, lse, *ctx.args)
+        return (grads[0], grads[1], grads[2]) + ctx.no_grads
+    q, k, v, out, lse, cu_seqlens_q, cu_seqlens_k, sinks = ctx.saved_tensors
+    max_seqlen_q, max_seqlen_k, softcap = ctx.ext
+    dq, dk, dv, d_sinks = backward_ext(dout, q, k, v, out, lse, *ctx.args, cu_seqlens_q,
+                                       cu_seqlens_k, max_seqlen_q, max_seqlen_k, sinks, softcap)
+    if sinks is None:
+        d_sinks = None
+    return (dq, dk, dv) + _NO_GRADS + (None, None, None, None, d_sinks, None)
 
 
 def _backward(ctx, dout, _dlse):
-    return _gradients(ctx, dout, torch.ops.fmha_jit.bwd)
+    op = torch.ops.fmha_jit.bwd
+    return _gradients(ctx, dout, op, op)
 
 
 fwd.register_autograd(_backward, setup_context=_setup_context)
 
 
 class _Attention(torch.autograd.Function):
-    """The eager path: the ops' implementations without the dispatcher's round trip."""
+    """The eager path: the ops' implementations without the dispatcher's round trip. A dense
+    call passes the ops' first 9 arguments; a call with cu_seqlens, sinks or softcap all 15."""
 
     @staticmethod
     def forward(ctx, *inputs):
-        output = fwd_impl(*inputs[:8])
+        if len(inputs) > 9:
+            output = _ext.forward_ext(*inputs[:8], True, None, *inputs[9:])
+        else:
+            output = fwd_impl(*inputs[:8])
         _setup_context(ctx, inputs, output)
         return output
 
     @staticmethod
     def backward(ctx, dout, _dlse):
-        return _gradients(ctx, dout, bwd_impl)
+        return _gradients(ctx, dout, bwd_impl, _ext.backward_ext)
 
 
 def attention(
@@ -430,6 +448,77 @@ def attention(
         q, k, v, layout, mask, window_left, window_right, softmax_scale, deterministic
     )
     if out is not None:
+        _check_out_like(out, result)
+        out.copy_(result)
+        result = out
+    return result, lse
+
+
+def _check_out_like(out, result: Tensor) -> None:
+    """A caller's output tensor while torch traces: the op's output is copied into it, so its
+    strides are free, its shape, dtype and device not."""
+    if not isinstance(out, Tensor):
+        raise TypeError(f"out must be a torch.Tensor or None, got {type(out).__name__}")
+    if out.shape != result.shape or out.dtype != result.dtype or out.device != result.device:
+        raise ValueError(
+            f"out is {tuple(out.shape)} {out.dtype} on {out.device}; accepted: "
+            f"{tuple(result.shape)} {result.dtype} on {result.device}"
+        )
+
+
+def attention_ext(
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    layout: str,
+    mask: str,
+    window_left: int,
+    window_right: int,
+    softmax_scale: Optional[float],
+    deterministic: bool,
+    want_lse: bool,
+    out: Optional[Tensor],
+    cu_seqlens_q: Optional[Tensor],
+    cu_seqlens_k: Optional[Tensor],
+    max_seqlen_q: int,
+    max_seqlen_k: int,
+    sinks: Optional[Tensor],
+    softcap: float,
+) -> Tuple[Tensor, Optional[Tensor]]:
+    """attention() of a call with cu_seqlens (a packed batch), sinks or softcap, its arguments
+    checked by the caller. sinks that require grad get their gradient from the backward."""
+    grad = torch.is_grad_enabled() and (
+        q.requires_grad
+        or k.requires_grad
+        or v.requires_grad
+        or (sinks is not None and sinks.requires_grad)
+    )
+    eager = (
+        type(q) is Tensor
+        and type(k) is Tensor
+        and type(v) is Tensor
+        and (sinks is None or type(sinks) is Tensor)
+        and (cu_seqlens_q is None or type(cu_seqlens_q) is Tensor)
+        and (cu_seqlens_k is None or type(cu_seqlens_k) is Tensor)
+        and not torch.compiler.is_compiling()
+        and _current_dispatch_mode() is None
+    )
+    if eager and not grad:
+        return _ext.forward_ext(q, k, v, layout, mask, window_left, window_right, softmax_scale,
+                           want_lse, out, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
+                           sinks, softcap)
+    if out is not None and grad:
+        raise ValueError(
+            "out is given while q, k, v or sinks requires grad; accepted: out=None for a call "
+            "autograd records (an output written in place cannot be differentiated)"
+        )
+    args = (q, k, v, layout, mask, window_left, window_right, softmax_scale, deterministic,
+            cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, sinks, softcap)
+    if eager:  # with grad
+        return _Attention.apply(*args)
+    result, lse = torch.ops.fmha_jit.fwd(*args)
+    if out is not None:
+        _check_out_like(out, result)
         out.copy_(result)
         result = out
     return result, lse
