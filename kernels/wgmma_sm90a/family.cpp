@@ -25,8 +25,8 @@ std::string stage_call(const FmhaKernelConfig& c, StageRole role) {
   switch (role) {
     case StageRole::fwd:
       return smem +
-             "fmha_fwd_sm90a<Element, kHdimQ, kMaskKind, kWriteLse, kBlockM, kBlockN, kStages>(p, "
-             "smem);";
+             "fmha_fwd_sm90a<Element, kHdimQ, kMaskKind, kWriteLse, kVarlen, kSinks, kSoftcap, "
+             "kBlockM, kBlockN, kStages>(p, smem);";
     case StageRole::bwd_dq_dk_dv:
       if (c.hdim_q == 256) {
         return smem +

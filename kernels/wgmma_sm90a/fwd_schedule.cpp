@@ -14,8 +14,10 @@ FwdSplitTail fwd_split_tail(const FmhaKernelConfig& c, const FmhaProblem& p, int
   FwdSplitTail split;
   // Only without a mask does every tile see the same keys, so that equal key ranges are equal
   // work; the causal lists put their lightest tiles last already (fmha_fwd_sm90a_tile_index).
+  // Nor in a packed batch, whose tiles differ by their sequence's length, or with sinks, whose
+  // normalisation the segments' combine does not take.
   if (c.impl != KernelImpl::wgmma_sm90a || c.family != Family::fwd || c.mask != MaskKind::none ||
-      multiprocessors <= 0) {
+      c.varlen || c.sinks || multiprocessors <= 0) {
     return split;
   }
   const std::int64_t tiles = (p.seqlen_q + c.block_m - 1) / c.block_m * p.nhead_q * p.batch;

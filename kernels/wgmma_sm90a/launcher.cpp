@@ -83,7 +83,9 @@ class WgmmaSm90aLauncher final : public FamilyLauncher {
   // context on first use. Which CTA runs a tile changes no arithmetic, so a shape that gets no
   // plan runs in the static order with the same results.
   TileOrder tile_order(LaunchContext& launch, const FmhaProblem& problem, int multiprocessors) {
-    if (!is_causal(config_.mask)) return {};
+    // A plan balances the tiles of one shape; a packed batch's tiles differ by their sequence's
+    // length, unknown on the host, so it runs the static order (heaviest m-blocks first).
+    if (!is_causal(config_.mask) || config_.varlen) return {};
     const PlanShape shape = plan_shape(problem, multiprocessors);
     std::lock_guard lock(mutex_);
     auto& orders = tile_orders_[launch.context()];

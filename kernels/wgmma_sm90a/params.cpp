@@ -1,6 +1,7 @@
 // Kernel arguments of the wgmma_sm90a kernels: the common parameters plus the tensor maps their
 // bulk copies read (templates/fwd/fmha_fwd_sm90a.h, templates/bwd/fmha_bwd_sm90a.h), encoded
 // through the driver per launch.
+#include <algorithm>
 #include <cstring>
 
 #include "kernels/wgmma_sm90a/params.hpp"
@@ -21,9 +22,13 @@ FmhaTensorMap tensor_map(device::DeviceApi& api, DType dtype, const void* base,
   spec.dims = {static_cast<std::uint64_t>(hdim), static_cast<std::uint64_t>(seqlen),
                static_cast<std::uint64_t>(heads), static_cast<std::uint64_t>(batch), 0};
   constexpr std::uint64_t kElementBytes = 2;
+  // A packed batch passes batch 1 with batch stride 0 (its tensors are one sequence of all its
+  // tokens); the driver takes no zero stride, and a dimension of extent 1 is never stepped, so
+  // the row stride stands in.
+  const std::int64_t batch_stride = batch == 1 && strides.batch == 0 ? strides.row : strides.batch;
   spec.strides = {0, static_cast<std::uint64_t>(strides.row) * kElementBytes,
                   static_cast<std::uint64_t>(strides.head) * kElementBytes,
-                  static_cast<std::uint64_t>(strides.batch) * kElementBytes, 0};
+                  static_cast<std::uint64_t>(batch_stride) * kElementBytes, 0};
   spec.box = {64, static_cast<std::uint32_t>(rows), 1, 1, 0};
   spec.swizzle = device::TensorMapSwizzle::bytes128;
   const device::TensorMap encoded = api.encode_tensor_map(spec);
@@ -79,15 +84,21 @@ FmhaFwdSm90Params make_fwd_params(const FmhaKernelConfig& c, const FmhaFwdParams
                                   void* split_workspace) {
   FmhaFwdSm90Params params{};
   const int hdim = c.hdim_q;
-  params.q_map = tensor_map(api, c.dtype, fwd.q, fwd.q_strides, hdim, fwd.seqlen_q, fwd.nhead_q,
-                            fwd.batch, c.block_m);
-  params.k_map = tensor_map(api, c.dtype, fwd.k, fwd.k_strides, hdim, fwd.seqlen_k, fwd.nhead_k,
-                            fwd.batch, c.block_n);
-  params.v_map = tensor_map(api, c.dtype, fwd.v, fwd.v_strides, c.hdim_v, fwd.seqlen_k, fwd.nhead_k,
-                            fwd.batch, c.block_n);
+  // A packed batch's tensors are one sequence of all its tokens (batch 1); the kernel adds each
+  // sequence's first row to its coordinates (templates/fwd/fmha_fwd_sm90a.h).
+  // (At least one row: a batch of empty sequences launches CTAs that take no tile.)
+  const int rows_q = c.varlen ? std::max(fwd.total_q, 1) : fwd.seqlen_q;
+  const int rows_k = c.varlen ? std::max(fwd.total_k, 1) : fwd.seqlen_k;
+  const int batch = c.varlen ? 1 : fwd.batch;
+  params.q_map =
+      tensor_map(api, c.dtype, fwd.q, fwd.q_strides, hdim, rows_q, fwd.nhead_q, batch, c.block_m);
+  params.k_map =
+      tensor_map(api, c.dtype, fwd.k, fwd.k_strides, hdim, rows_k, fwd.nhead_k, batch, c.block_n);
+  params.v_map = tensor_map(api, c.dtype, fwd.v, fwd.v_strides, c.hdim_v, rows_k, fwd.nhead_k,
+                            batch, c.block_n);
   // Each consumer warpgroup stores its own 64 rows.
-  params.o_map = tensor_map(api, c.dtype, fwd.o, fwd.o_strides, c.hdim_v, fwd.seqlen_q, fwd.nhead_q,
-                            fwd.batch, 64);
+  params.o_map =
+      tensor_map(api, c.dtype, fwd.o, fwd.o_strides, c.hdim_v, rows_q, fwd.nhead_q, batch, 64);
   params.fwd = fwd;
   set_fwd_work(params, c, split, split_workspace);
   return params;

@@ -138,7 +138,7 @@ FMHA_DEVICE void fmha_bwd_sm80_dot_do_o(const FmhaBwdParams& p) {
   const int m0 = m_block * kBlockM;
   if (kVarlen && m0 >= seq.seqlen_q) return;  // past this sequence's rows
   const int rows_valid = min(kBlockM, seq.seqlen_q - m0);
-  const fmha_index_t stat0 = fmha_row_stat0<kVarlen>(f, seq, b, h) + m0;
+  const fmha_index_t stat0 = fmha_row_stat0<kVarlen>(f, seq.q_row0, b, h) + m0;
   const float sink = kSinks ? f.sinks[h] : 0.f;
 
   const Element* do_ptr = static_cast<const Element*>(p.d_o) + b * p.do_strides.batch +
@@ -231,7 +231,7 @@ FMHA_DEVICE void fmha_bwd_sm80_convert_dq(const FmhaBwdParams& p) {
   const int m0 = fmha_block_idx_x() * kBlockM;
   if (kVarlen && m0 >= seq.seqlen_q) return;
   const int rows_valid = min(kBlockM, seq.seqlen_q - m0);
-  const float* acc = p.dq_accum + (fmha_row_stat0<kVarlen>(f, seq, b, h) + m0) * kHdimQ;
+  const float* acc = p.dq_accum + (fmha_row_stat0<kVarlen>(f, seq.q_row0, b, h) + m0) * kHdimQ;
   Element* dq = static_cast<Element*>(p.d_q) + b * p.dq_strides.batch + h * p.dq_strides.head +
                 (seq.q_row0 + m0) * p.dq_strides.row;
   const float scale = f.scale;

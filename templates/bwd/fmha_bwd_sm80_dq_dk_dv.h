@@ -224,7 +224,7 @@ FMHA_DEVICE void fmha_bwd_sm80_dq_dk_dv(const FmhaBwdParams& p, char* smem) {
                                              p.do_strides.row, rows, tid);
       // Rows past seqlen_q read LSE = D = 0: with their zero-filled Q and dO that makes P finite
       // and every product they enter exactly 0.
-      const fmha_index_t stat = fmha_row_stat0<kVarlen>(f, seq, b, h) + m0;
+      const fmha_index_t stat = fmha_row_stat0<kVarlen>(f, seq.q_row0, b, h) + m0;
       for (int i = tid; i < 2 * kBlockM; i += kThreads) {
         const bool is_d = i >= kBlockM;
         const int r = is_d ? i - kBlockM : i;
@@ -491,7 +491,7 @@ FMHA_DEVICE void fmha_bwd_sm80_dq_dk_dv(const FmhaBwdParams& p, char* smem) {
     // the next is computed, so that at most kDQPP pairs of fp32 dQ are live beside dK and dV.
     const FmhaFragAddr<STile> dsc = fmha_bwd_fresh(ds_c, 0);
     const FmhaFragAddr<KTile> kc = fmha_bwd_fresh(k_c, 0);
-    float* dq_rows = p.dq_accum + (fmha_row_stat0<kVarlen>(f, seq, b, h) + m0) * kHdimQ;
+    float* dq_rows = p.dq_accum + (fmha_row_stat0<kVarlen>(f, seq.q_row0, b, h) + m0) * kHdimQ;
     const int rows_valid = lens.seqlen_q - m0;
     // This lane's first element; the others are at compile-time offsets from it.
     float* dq_lane = dq_rows + (mr0 + (lane >> 2)) * kHdimQ + warp_dc * 16 + (lane & 3) * 2;

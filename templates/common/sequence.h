@@ -80,10 +80,9 @@ FMHA_DEVICE const typename FmhaSelect<kVarlen, FmhaFwdParams, FmhaMaskGeometry>:
 
 // Index of row 0 of (b, h) in the per-row fp32 arrays: the LSE, and the backward's D, sink terms
 // and dQ sums (times the head dim). Dense: [batch, nhead_q, seqlen_q]; packed: [nhead_q, total_q],
-// the LSE layout FlashAttention's varlen functions use. `p` is the unnarrowed parameters.
+// the LSE layout FlashAttention's varlen functions use. q_row0: the sequence's first row.
 template <bool kVarlen>
-FMHA_DEVICE fmha_index_t fmha_row_stat0(const FmhaFwdParams& p, const FmhaSequence& s, int b,
-                                        int h) {
-  if (kVarlen) return static_cast<fmha_index_t>(h) * p.total_q + s.q_row0;
+FMHA_DEVICE fmha_index_t fmha_row_stat0(const FmhaFwdParams& p, int q_row0, int b, int h) {
+  if (kVarlen) return static_cast<fmha_index_t>(h) * p.total_q + q_row0;
   return (static_cast<fmha_index_t>(b) * p.nhead_q + h) * p.seqlen_q;
 }

@@ -352,7 +352,7 @@ FMHA_DEVICE void fmha_fwd_sm80(const FmhaFwdParams& p, char* smem) {
   }
 
   if (kWriteLse && p.lse != nullptr && (lane & 3) == 0) {
-    float* lse_ptr = p.lse + (fmha_row_stat0<kVarlen>(p, seq, b, h) + m0);
+    float* lse_ptr = p.lse + (fmha_row_stat0<kVarlen>(p, seq.q_row0, b, h) + m0);
 #pragma unroll
     for (int mt = 0; mt < kMT; ++mt) {
 #pragma unroll

@@ -37,6 +37,8 @@
 #include "common/fmha_params.h"
 #include "common/mask_fragments.h"
 #include "common/mma_sm80.h"
+#include "common/score_mods.h"
+#include "common/sequence.h"
 #include "common/softmax.h"
 #include "fwd/fmha_fwd_sm90a_split.h"
 #include "sm90/mbarrier_sm90.h"
@@ -115,7 +117,7 @@ struct FmhaFwdSm90aBarriers {
 // The producer: one thread issues every copy, tile after tile, in the consumers' order. Empty
 // barriers are waited on with the opposite parity, which a fresh barrier passes at once: every
 // slot starts free.
-template <class Shape, int kMaskKind>
+template <class Shape, int kMaskKind, bool kVarlen>
 FMHA_DEVICE void fmha_fwd_sm90a_produce(const FmhaFwdSm90Params& P, unsigned smem_q,
                                         const FmhaFwdSm90aBarriers<Shape>& bars) {
   const FmhaFwdParams& p = P.fwd;
@@ -123,24 +125,36 @@ FMHA_DEVICE void fmha_fwd_sm90a_produce(const FmhaFwdSm90Params& P, unsigned sme
   const unsigned smem_v = smem_q + Shape::kVOffset;
   FmhaRingPos ring{0, 0u};
   FmhaFwdSm90aWork w;
+  int used = 0;  // tiles taken: a packed batch's tiles past a short sequence are passed over
   for (int iter = 0; fmha_fwd_sm90a_work<kMaskKind>(P, iter, w); ++iter) {
     int m_block, h, b;
     fmha_fwd_sm90a_tile<kMaskKind>(P, w.tile, m_block, h, b);
     const int hk = h / (p.nhead_q / p.nhead_k);
     const int m0 = m_block * Shape::kBlockM;
+    const FmhaSequence seq = fmha_sequence<kVarlen>(p, b);
+    if (kVarlen && m0 >= seq.seqlen_q) continue;  // the consumers pass it over too
+    FmhaMaskGeometry lengths;
+    const auto& lens = fmha_lengths<kVarlen>(p, seq, lengths);
     const FmhaBlockKeys keys = fmha_fwd_sm90a_work_keys(
-        w, fmha_block_keys<kMaskKind, Shape::kBlockM, Shape::kNT * 8>(m0, p));
+        w, fmha_block_keys<kMaskKind, Shape::kBlockM, Shape::kNT * 8>(m0, lens));
+    // A packed batch's maps span all its tokens as one sequence of batch 0.
+    const int q_row = kVarlen ? seq.q_row0 + m0 : m0;
+    const int k_row0 = kVarlen ? seq.k_row0 : 0;
+    const int tb = kVarlen ? 0 : b;
+    const int slot_iter = kVarlen ? used : iter;
+    ++used;
 
-    // Use iter / kQStages of Q buffer qs: the store of its use before must have read it.
-    const int qs = iter % Shape::kQStages;
-    const int q_use = iter / Shape::kQStages;
+    // Use slot_iter / kQStages of Q buffer qs: the store of its use before must have read it.
+    const int qs = slot_iter % Shape::kQStages;
+    const int q_use = slot_iter / Shape::kQStages;
     if (q_use > 0) fmha_mbarrier_wait(bars.q_empty(qs), (q_use - 1) & 1);
-    // Rows past seqlen_q arrive as zeros; the full box counts towards the transaction bytes.
+    // Rows past seqlen_q arrive as zeros (or, packed, as the next sequence's rows, which no
+    // output keeps); the full box counts towards the transaction bytes.
     fmha_mbarrier_arrive_expect_tx(bars.q_full(qs), Shape::kQBytes);
 #pragma unroll
     for (int sl = 0; sl < Shape::kSlabs; ++sl) {
       fmha_tma_load_4d(smem_q + qs * Shape::kQBytes + sl * Shape::kQSlabBytes, P.q_map,
-                       bars.q_full(qs), sl * 64, m0, h, b);
+                       bars.q_full(qs), sl * 64, q_row, h, tb);
     }
     for (int n_block = keys.n_block_begin; n_block < keys.n_block_end; ++n_block) {
       const int n0 = n_block * Shape::kNT * 8;
@@ -151,14 +165,14 @@ FMHA_DEVICE void fmha_fwd_sm90a_produce(const FmhaFwdSm90Params& P, unsigned sme
 #pragma unroll
       for (int sl = 0; sl < Shape::kSlabs; ++sl) {
         fmha_tma_load_4d(k_dst + sl * Shape::kKVSlabBytes, P.k_map, bars.k_full(ring.slot), sl * 64,
-                         n0, hk, b);
+                         k_row0 + n0, hk, tb);
       }
       fmha_mbarrier_wait(bars.v_empty(ring.slot), ring.phase ^ 1u);
       fmha_mbarrier_arrive_expect_tx(bars.v_full(ring.slot), Shape::kKVBytes);
 #pragma unroll
       for (int sl = 0; sl < Shape::kSlabs; ++sl) {
         fmha_tma_load_4d(v_dst + sl * Shape::kKVSlabBytes, P.v_map, bars.v_full(ring.slot), sl * 64,
-                         n0, hk, b);
+                         k_row0 + n0, hk, tb);
       }
       ring.advance<Shape::kStageCount>();
     }
@@ -205,13 +219,41 @@ struct FmhaFwdSm90aMma {
   }
 };
 
+// The rows of one tile the epilogue writes: its first row in the sequence, the query head and
+// batch, and in a packed batch the sequence's first row in the tensors and its length.
+struct FmhaFwdSm90aRows {
+  int m0, h, b;
+  int q_row0, seqlen_q;  // packed batches only
+};
+
+// Rows [0, seqlen_q - first) (at most 64) of one consumer warpgroup's staged O (16 bits, in the
+// 128-byte-swizzled slabs the O map describes), written with 16-byte stores by its 128 threads:
+// a packed batch's tile that reaches past its sequence's last row, where a box would write into
+// the next sequence's rows.
+template <class Element, class Shape>
+FMHA_DEVICE void fmha_fwd_sm90a_store_rows(const FmhaFwdParams& p, unsigned staged,
+                                           const FmhaFwdSm90aRows& t, int first, int thread) {
+  enum { kChunks = Shape::kSlabs * 8 };  // 16-byte chunks per row
+  const int rows = t.seqlen_q - first < 64 ? t.seqlen_q - first : 64;
+  Element* o = static_cast<Element*>(p.o) + t.h * p.o_strides.head +
+               static_cast<fmha_index_t>(t.q_row0 + first) * p.o_strides.row;
+  for (int i = thread; i < rows * kChunks; i += 128) {
+    const int r = i / kChunks;
+    const int c = i % kChunks;
+    const unsigned addr =
+        staged + (c / 8) * Shape::kQSlabBytes + r * 128 + (((c % 8) ^ (r & 7)) << 4);
+    fmha_st_global_128(o + r * p.o_strides.row + c * 8, fmha_ld_shared_128(addr));
+  }
+}
+
 // Counts this warp out of a K or V slot once its MMAs have read it.
 FMHA_DEVICE void fmha_fwd_sm90a_release(unsigned empty_bar) {
   __syncwarp();
   if (fmha_lane_id() == 0) fmha_mbarrier_arrive(empty_bar);
 }
 
-template <class Element, class Shape, int kMaskKind, bool kWriteLse>
+template <class Element, class Shape, int kMaskKind, bool kWriteLse, bool kVarlen, bool kSinks,
+          bool kSoftcap>
 FMHA_DEVICE void fmha_fwd_sm90a_consume(const FmhaFwdSm90Params& P, unsigned smem_q,
                                         const FmhaFwdSm90aBarriers<Shape>& bars, int cw) {
   using Mma = FmhaFwdSm90aMma<Element, Shape>;
@@ -236,7 +278,16 @@ FMHA_DEVICE void fmha_fwd_sm90a_consume(const FmhaFwdSm90Params& P, unsigned sme
   // passes it on to the next. Each barrier joins the waiting warpgroup and the one before it.
   const int turn_mine = kFmhaSm90aBarTurn0 + cw;
   const int turn_other = kFmhaSm90aBarTurn0 + (cw + 1) % Shape::kConsumers;
-  const float scale_log2 = p.scale_log2;
+  const float scale_log2 = p.scale_log2;  // log2(e) under a softcap (common/score_mods.h)
+  // A row's normalisation and LSE, the head's sink in the denominator of a sinks kernel.
+  auto finalize = [&](FmhaOnlineSoftmax<1, Shape::kNT>& sm, int h, float(&inv_sum)[2],
+                      float(&lse)[2]) {
+    if (kSinks) {
+      sm.finalize_with_sink(scale_log2, p.sinks[h] * FMHA_LOG2E, inv_sum, lse);
+    } else {
+      sm.finalize(scale_log2, inv_sum, lse);
+    }
+  };
 
   // Warpgroup 0 issues first: the last one hands it the first turn.
   if (cw == Shape::kConsumers - 1) fmha_named_barrier_arrive(turn_other, 256);
@@ -252,10 +303,13 @@ FMHA_DEVICE void fmha_fwd_sm90a_consume(const FmhaFwdSm90Params& P, unsigned sme
   // Unmasked kernels only: measured (H200, bf16) against the kernel without it
   // and with the per-warpgroup key end: hdim 128 S 2048 637 -> 650 TFLOP/s, S 8192 679 -> 690;
   // causal rows lost 0.8-2.5 % instead (hdim 128 S 8192 651 -> 640, GQA 32:8 S 2048 594 -> 579).
-  constexpr bool kLateEpilogue = Shape::kQStages == 2 && kMaskKind == FMHA_MASK_NONE;
-  // A finished tile whose store is still to issue (iter < 0: none).
+  // Not in a packed batch: the pending tile's sequence held across the next tile spilled the
+  // 160-register consumers of hdim 64.
+  constexpr bool kLateEpilogue = Shape::kQStages == 2 && kMaskKind == FMHA_MASK_NONE && !kVarlen;
+  // A finished tile whose store is still to issue (iter < 0: none); iter counts the tiles taken.
   struct Pending {
-    int iter, m0, h, b;
+    int iter;
+    FmhaFwdSm90aRows rows;
     float o[kOChunks][kON / 2];  // normalised, in the accumulators' layout
     float lse[2];
   };
@@ -270,26 +324,39 @@ FMHA_DEVICE void fmha_fwd_sm90a_consume(const FmhaFwdSm90Params& P, unsigned sme
                           ((((col % 64) / 8) ^ (r & 7)) << 4) + (lane & 3) * 4;
     fmha_st_shared_b32(addr, v);
   };
-  auto write_lse = [&](int m0, int h, int b, const float(&lse)[2]) {
-    const int row0 = m0 + wg_row0 + warp_in_wg * 16 + (lane >> 2);
+  auto write_lse = [&](const FmhaFwdSm90aRows& t, const float(&lse)[2]) {
+    const int row0 = t.m0 + wg_row0 + warp_in_wg * 16 + (lane >> 2);
 #pragma unroll
     for (int hf = 0; hf < 2; ++hf) {
-      if (kWriteLse && p.lse != nullptr && (lane & 3) == 0 && row0 + hf * 8 < p.seqlen_q) {
-        p.lse[(static_cast<fmha_index_t>(b) * p.nhead_q + h) * p.seqlen_q + row0 + hf * 8] =
-            lse[hf];
+      const int seqlen_q = kVarlen ? t.seqlen_q : p.seqlen_q;
+      if (kWriteLse && p.lse != nullptr && (lane & 3) == 0 && row0 + hf * 8 < seqlen_q) {
+        p.lse[fmha_row_stat0<kVarlen>(p, t.q_row0, t.b, t.h) + row0 + hf * 8] = lse[hf];
       }
     }
   };
   // Once the staged rows are complete: one thread stores them. Rows past seqlen_q fall outside
-  // the O tensor map and are not written.
-  auto store = [&](unsigned q_buf, int m0, int h, int b) {
+  // the O tensor map and are not written. A packed batch's map holds the next sequence's rows
+  // there, so the warpgroup that reaches past its sequence's end copies its valid rows itself.
+  auto store = [&](unsigned q_buf, const FmhaFwdSm90aRows& t) {
+    const int first = t.m0 + wg_row0;  // this warpgroup's first row in the sequence
+    if (kVarlen && first + 64 > t.seqlen_q) {
+      fmha_named_barrier_sync(kFmhaSm90aBarEpilogue0 + cw, 128);
+      fmha_fwd_sm90a_store_rows<Element, Shape>(p, q_buf + wg_row0 * 128, t, first,
+                                                fmha_thread_idx() % 128);
+      if (Shape::kQStages == 1) {
+        // Every thread's reads of the staging rows are done before the next Q may land there.
+        fmha_named_barrier_sync(kFmhaSm90aBarEpilogue0 + cw, 128);
+        if (fmha_thread_idx() % 128 == 0) fmha_mbarrier_arrive(bars.q_empty(0));
+      }
+      return;
+    }
     fmha_fence_proxy_async_shared();
     fmha_named_barrier_sync(kFmhaSm90aBarEpilogue0 + cw, 128);
     if (fmha_thread_idx() % 128 == 0) {
 #pragma unroll
       for (int sl = 0; sl < Shape::kSlabs; ++sl) {
         fmha_tma_store_4d(P.o_map, q_buf + sl * Shape::kQSlabBytes + wg_row0 * 128, sl * 64,
-                          m0 + wg_row0, h, b);
+                          kVarlen ? t.q_row0 + first : first, t.h, kVarlen ? 0 : t.b);
       }
       fmha_bulk_commit_group();
       if (Shape::kQStages == 1) {
@@ -321,19 +388,32 @@ FMHA_DEVICE void fmha_fwd_sm90a_consume(const FmhaFwdSm90Params& P, unsigned sme
     fmha_named_barrier_sync(kFmhaSm90aBarEpilogue0 + cw, 128);
     const float normalised[2] = {1.f, 1.f};
     stage_o(q_buf, pending.o, normalised);
-    write_lse(pending.m0, pending.h, pending.b, pending.lse);
-    store(q_buf, pending.m0, pending.h, pending.b);
+    write_lse(pending.rows, pending.lse);
+    store(q_buf, pending.rows);
   };
 
   FmhaRingPos ring{0, 0u};
+  int used = 0;  // tiles taken (fmha_fwd_sm90a_produce)
   for (int iter = 0;; ++iter) {
     FmhaFwdSm90aWork w;
     if (!fmha_fwd_sm90a_work<kMaskKind>(P, iter, w)) break;
     int m_block, h, b;
     fmha_fwd_sm90a_tile<kMaskKind>(P, w.tile, m_block, h, b);
     const int m0 = m_block * Shape::kBlockM;
+    const FmhaSequence seq = fmha_sequence<kVarlen>(p, b);
+    if (kVarlen && m0 >= seq.seqlen_q) continue;  // past a shorter sequence's rows
+    FmhaMaskGeometry lengths;
+    const auto& lens = fmha_lengths<kVarlen>(p, seq, lengths);
+    const int slot_iter = kVarlen ? used : iter;
+    ++used;
+    FmhaFwdSm90aRows rows;
+    rows.m0 = m0;
+    rows.h = h;
+    rows.b = b;
+    rows.q_row0 = kVarlen ? seq.q_row0 : 0;
+    rows.seqlen_q = kVarlen ? seq.seqlen_q : 0;
     const FmhaBlockKeys keys =
-        fmha_fwd_sm90a_work_keys(w, fmha_block_keys<kMaskKind, Shape::kBlockM, kBlockN>(m0, p));
+        fmha_fwd_sm90a_work_keys(w, fmha_block_keys<kMaskKind, Shape::kBlockM, kBlockN>(m0, lens));
     const int row0 = m0 + wg_row0 + warp_in_wg * 16 + (lane >> 2);  // this lane's first row
 
     float o[kOChunks][kON / 2];
@@ -351,8 +431,15 @@ FMHA_DEVICE void fmha_fwd_sm90a_consume(const FmhaFwdSm90Params& P, unsigned sme
     // Mask on tiles that some valid row does not see entirely, then fold into the softmax.
     auto scores_to_probabilities = [&](int n_block, float(&alpha)[2]) {
       const int n0 = n_block * kBlockN;
+      if (kSoftcap) {
+#pragma unroll
+        for (int nt = 0; nt < kNT; ++nt) {
+#pragma unroll
+          for (int e = 0; e < 4; ++e) s[0][nt][e] = fmha_softcap(p, s[0][nt][e]);
+        }
+      }
       if (!(n0 >= keys.full_lo && n0 + kBlockN <= keys.full_hi)) {
-        fmha_mask_fragments<kMaskKind>(s, row0, n0, lane, p);
+        fmha_mask_fragments<kMaskKind>(s, row0, n0, lane, lens);
       }
       softmax.update(s, scale_log2, alpha);
     };
@@ -369,9 +456,9 @@ FMHA_DEVICE void fmha_fwd_sm90a_consume(const FmhaFwdSm90Params& P, unsigned sme
     // This tile's Q buffer; with two, the previous tile's O store still reads the other one
     // until its storing thread confirms the read (release_previous_q, under this tile's first
     // MMA issued after that store).
-    const int qs = iter % Shape::kQStages;
+    const int qs = slot_iter % Shape::kQStages;
     const unsigned q_buf = smem_q + qs * Shape::kQBytes;
-    bool q_release_due = Shape::kQStages == 2 && iter > 0;
+    bool q_release_due = Shape::kQStages == 2 && slot_iter > 0;
     auto release_previous_q = [&]() {
       if (q_release_due && fmha_thread_idx() % 128 == 0) {
         fmha_bulk_wait_group_read<0>();
@@ -383,9 +470,9 @@ FMHA_DEVICE void fmha_fwd_sm90a_consume(const FmhaFwdSm90Params& P, unsigned sme
     // masks): it skips the blocks from mine.n_end on, and the P V of block mine.n_end - 1 may
     // stop at its first 64 keys (its P is zero past them).
     const FmhaFwdSm90aWgKeys mine =
-        fmha_fwd_sm90a_wg_keys<kMaskKind, kBlockN>(keys, m0 + wg_row0, p);
+        fmha_fwd_sm90a_wg_keys<kMaskKind, kBlockN>(keys, m0 + wg_row0, lens);
 
-    fmha_mbarrier_wait(bars.q_full(qs), (iter / Shape::kQStages) & 1);
+    fmha_mbarrier_wait(bars.q_full(qs), (slot_iter / Shape::kQStages) & 1);
     if (keys.n_block_end > keys.n_block_begin) {
       // Key tile 0: S only, and the previous tile's store under it. Both branches issue their
       // own copy of that store: an S_0 in flight across a join with a path that has none made
@@ -486,7 +573,7 @@ FMHA_DEVICE void fmha_fwd_sm90a_consume(const FmhaFwdSm90Params& P, unsigned sme
     // normalisation and the LSE here, the rest under the next tile's S_0 (store_pending).
     float inv_sum[2];
     if (kLateEpilogue && !fmha_fwd_sm90a_in_split<kMaskKind>(P, iter)) {
-      softmax.finalize(scale_log2, inv_sum, pending.lse);
+      finalize(softmax, h, inv_sum, pending.lse);
 #pragma unroll
       for (int c = 0; c < kOChunks; ++c) {
 #pragma unroll
@@ -494,10 +581,8 @@ FMHA_DEVICE void fmha_fwd_sm90a_consume(const FmhaFwdSm90Params& P, unsigned sme
           pending.o[c][j] = o[c][j] * inv_sum[(j >> 1) & 1];
         }
       }
-      pending.iter = iter;
-      pending.m0 = m0;
-      pending.h = h;
-      pending.b = b;
+      pending.iter = slot_iter;
+      pending.rows = rows;
       continue;
     }
     if (kLateEpilogue) {
@@ -523,23 +608,23 @@ FMHA_DEVICE void fmha_fwd_sm90a_consume(const FmhaFwdSm90Params& P, unsigned sme
         }
         continue;
       }
-      softmax.finalize(scale_log2, inv_sum, lse);
+      finalize(softmax, h, inv_sum, lse);
       fmha_fwd_sm90a_split_stage<kMaskKind, kOChunks, kON>(
           P, iter, Shape::kConsumers, cw, softmax.row_max, inv_sum,
           [&](int hf, int col, float x, float y) { stage(q_buf, hf, col, Pack::pack(x, y)); });
     } else {
-      softmax.finalize(scale_log2, inv_sum, lse);
+      finalize(softmax, h, inv_sum, lse);
       stage_o(q_buf, o, inv_sum);
     }
-    write_lse(m0, h, b, lse);
-    store(q_buf, m0, h, b);
+    write_lse(rows, lse);
+    store(q_buf, rows);
   }
   if (kLateEpilogue && pending.iter >= 0) store_pending();
   if (fmha_thread_idx() % 128 == 0) fmha_bulk_wait_group<0>();
 }
 
-template <class Element, int kHdim, int kMaskKind, bool kWriteLse, int kBlockM, int kBlockN,
-          int kStages>
+template <class Element, int kHdim, int kMaskKind, bool kWriteLse, bool kVarlen, bool kSinks,
+          bool kSoftcap, int kBlockM, int kBlockN, int kStages>
 FMHA_DEVICE void fmha_fwd_sm90a(const FmhaFwdSm90Params& P, char* smem_raw) {
   using Shape = FmhaFwdSm90aShape<kHdim, kBlockM, kBlockN, kStages>;
   // The 128-byte swizzle repeats every 1024 bytes and the descriptors and the O staging assume
@@ -571,9 +656,10 @@ FMHA_DEVICE void fmha_fwd_sm90a(const FmhaFwdSm90Params& P, char* smem_raw) {
   const int wg = fmha_warpgroup_idx();
   if (wg == 0) {
     fmha_setmaxnreg_dec<Shape::kProducerRegs>();
-    if (tid == 0) fmha_fwd_sm90a_produce<Shape, kMaskKind>(P, smem_q, bars);
+    if (tid == 0) fmha_fwd_sm90a_produce<Shape, kMaskKind, kVarlen>(P, smem_q, bars);
     return;
   }
   fmha_setmaxnreg_inc<Shape::kConsumerRegs>();
-  fmha_fwd_sm90a_consume<Element, Shape, kMaskKind, kWriteLse>(P, smem_q, bars, wg - 1);
+  fmha_fwd_sm90a_consume<Element, Shape, kMaskKind, kWriteLse, kVarlen, kSinks, kSoftcap>(
+      P, smem_q, bars, wg - 1);
 }

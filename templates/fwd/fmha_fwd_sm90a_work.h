@@ -140,9 +140,9 @@ struct FmhaFwdSm90aWgKeys {
   bool narrow;  // block n_end - 1 is visible to these rows in its first 64 keys only
 };
 
-template <int kMaskKind, int kBlockN>
+template <int kMaskKind, int kBlockN, class Params>
 FMHA_DEVICE FmhaFwdSm90aWgKeys fmha_fwd_sm90a_wg_keys(const FmhaBlockKeys& keys, int wg_row_first,
-                                                      const FmhaFwdParams& p) {
+                                                      const Params& p) {
   FmhaFwdSm90aWgKeys r;
   r.n_end = keys.n_block_end;
   r.narrow = false;

@@ -253,7 +253,21 @@ TEST_CASE("packed problems: the backward's workspace and stages", "[plan]") {
   CHECK(stages[0].grid.z == 3);
 }
 
-TEST_CASE("packed problems: mma_sm80 serves the new axes; the others say so", "[config]") {
+TEST_CASE("packed problems: which families serve the new axes; the others say so", "[config]") {
+  // The Hopper forward serves them at hdim 64, 128 and 256; hdim 192 falls back.
+  FmhaKernelConfig fwd;
+  fwd.family = Family::fwd;
+  fwd.dtype = DType::bf16;
+  fwd.arch = "sm_90";
+  fwd.varlen = fwd.sinks = fwd.softcap = true;
+  for (int hdim : {64, 128, 256}) {
+    fwd.hdim_q = fwd.hdim_v = hdim;
+    CHECK(canonicalize(fwd).impl == KernelImpl::wgmma_sm90a);
+  }
+  fwd.hdim_q = fwd.hdim_v = 192;
+  CHECK(canonicalize(fwd).impl == KernelImpl::mma_sm80);
+
+  // Its backward does not yet: mma_sm80 serves them.
   FmhaKernelConfig c;
   c.family = Family::bwd;
   c.dtype = DType::bf16;
