@@ -403,8 +403,9 @@ def determinism_note(doc):
                  "and example 37.") + [""]
 
 
-# Sections another script writes at the end of the page (python_bench.py), kept as they are.
-KEPT_SECTIONS = ("## Python package",)
+# Sections other scripts write at the end of the page (python_bench.py, varlen_bench.py), kept as
+# they are.
+KEPT_SECTIONS = ("## Python package", "## Packed batches, sinks and softcap")
 
 
 def kept_sections(path):

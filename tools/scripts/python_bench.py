@@ -179,12 +179,16 @@ def markdown(overhead, model, command):
 
 
 def put_section(page: Path, section: str) -> None:
-    """Replaces the page's "## Python package" section (its last; bench_page.py keeps it when it
-    rewrites the page), or appends it."""
+    """Replaces the page's "## Python package" section (up to the next "## " heading; bench_page.py
+    keeps it when it rewrites the page), or appends it."""
     text = page.read_text() if page.exists() else ""
     start = text.find("\n## Python package\n")
-    head = text[:start + 1] if start >= 0 else (text.rstrip("\n") + "\n\n" if text else "")
-    page.write_text(head + section)
+    if start < 0:
+        page.write_text((text.rstrip("\n") + "\n\n" if text else "") + section)
+        return
+    end = text.find("\n## ", start + 1)
+    tail = text[end + 1:] if end >= 0 else ""
+    page.write_text(text[:start + 1] + section + ("\n" + tail if tail else ""))
 
 
 def main():
