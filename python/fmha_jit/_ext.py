@@ -106,24 +106,6 @@ def _in_place_any(t: Tensor, name: str):
     return t.data_ptr(), t.stride()
 
 
-def _check_out_any(out: Tensor, q: Tensor, plan: _ExtPlan) -> None:
-    """_check_out for 3-d (packed) as well as 4-d outputs."""
-    shape = plan.out_shape
-    if type(out) is not Tensor:
-        raise TypeError(f"out must be a torch.Tensor or None, got {type(out).__name__}")
-    if out.shape != shape or out.dtype != q.dtype or out.device != q.device:
-        raise ValueError(
-            f"out is {tuple(out.shape)} {out.dtype} on {out.device}; accepted: {shape} "
-            f"{q.dtype} on {q.device}"
-        )
-    stride = out.stride()
-    if not _launch._readable(stride, out.data_ptr()) or 0 in stride[:-1]:
-        raise ValueError(
-            f"out has strides {tuple(stride)} at offset {out.storage_offset()}; accepted: "
-            "the head dim contiguous, 16-byte aligned rows, no broadcast dims"
-        )
-
-
 def _address(t: Optional[Tensor]) -> int:
     return 0 if t is None else t.data_ptr()
 
@@ -132,7 +114,7 @@ def _run_ext_fwd(plan: _ExtPlan, q, k, v, out, cu_seqlens_q, cu_seqlens_k, sinks
     if out is None:
         out = q.new_empty_strided(plan.out_shape, plan.out_stride)
     else:
-        _check_out_any(out, q, plan)
+        _launch.check_out(out, q, plan.out_shape)
     lse = q.new_empty(plan.lse_shape, dtype=torch.float32) if plan.lse_shape else None
     if plan.empty:
         # No key token: every row sees none (out 0, LSE the sink, else -inf); no query token:
@@ -203,8 +185,8 @@ def forward_ext(
 
 
 def _grad_buffer(t: Tensor) -> Tensor:
-    """The gradient of an input: a 4-d one keeps its memory order (_launch._empty_like_layout), a packed
-    one is contiguous."""
+    """The gradient of an input: a 4-d one keeps its memory order (_launch._empty_like_layout), a
+    packed one is contiguous."""
     return _launch._empty_like_layout(t, t.shape) if t.dim() == 4 else torch.empty(
         t.shape, dtype=t.dtype, device=t.device)
 
@@ -253,7 +235,7 @@ def backward_ext(
             if g is not None:
                 g.zero_()
         return grad_q, grad_k, grad_v, d_sinks
-    q, k, v = _launch._aligned_any(q, "q"), _launch._aligned_any(k, "k"), _launch._aligned_any(v, "v")
+    q, k, v = (_launch._aligned_any(t, name) for t, name in ((q, "q"), (k, "k"), (v, "v")))
     out, dout = _launch._aligned_any(out, "out"), _launch._aligned_any(dout, "dout")
     lse = lse.contiguous()
     if sinks is not None:
@@ -265,33 +247,9 @@ def backward_ext(
                                sinks=sinks is not None, softcap=softcap > 0)
     shape, need = entry.shape(dims)
     workspace = torch.empty(need, dtype=torch.uint8, device=q.device)
-    entry.kernel.bwd(
-        _launch._stream(index),
-        shape,
-        q.data_ptr(),
-        q.stride(),
-        k.data_ptr(),
-        k.stride(),
-        v.data_ptr(),
-        v.stride(),
-        out.data_ptr(),
-        out.stride(),
-        lse.data_ptr(),
-        dout.data_ptr(),
-        dout.stride(),
-        grad_q.data_ptr(),
-        grad_q.stride(),
-        grad_k.data_ptr(),
-        grad_k.stride(),
-        grad_v.data_ptr(),
-        grad_v.stride(),
-        workspace.data_ptr(),
-        need,
-        _address(cu_seqlens_q),
-        _address(cu_seqlens_k),
-        _address(sinks),
-        _address(d_sinks),
-    )
+    _launch.launch_bwd(entry.kernel, index, shape, q, k, v, out, lse, dout, grad_q, grad_k, grad_v,
+                       workspace, need, _address(cu_seqlens_q), _address(cu_seqlens_k),
+                       _address(sinks), _address(d_sinks))
     return grad_q, grad_k, grad_v, d_sinks
 
 

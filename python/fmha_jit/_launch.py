@@ -54,6 +54,24 @@ def _readable(stride, ptr: int) -> bool:
     return stride[-1] == 1 and not any(s & 7 for s in stride[:-1]) and not ptr & 15
 
 
+def check_out(out: Tensor, q: Tensor, shape) -> None:
+    """A caller's output tensor of `shape` (4-d, or 3-d packed), which the kernel writes in place:
+    no copy is made for it."""
+    if type(out) is not Tensor:
+        raise TypeError(f"out must be a torch.Tensor or None, got {type(out).__name__}")
+    if out.shape != shape or out.dtype != q.dtype or out.device != q.device:
+        raise ValueError(
+            f"out is {tuple(out.shape)} {out.dtype} on {out.device}; accepted: {shape} "
+            f"{q.dtype} on {q.device}"
+        )
+    stride = out.stride()
+    if not _readable(stride, out.data_ptr()) or 0 in stride[:-1]:
+        raise ValueError(
+            f"out has strides {tuple(stride)} at offset {out.storage_offset()}; accepted: "
+            "the head dim contiguous, 16-byte aligned rows, no broadcast dims"
+        )
+
+
 def _aligned_any(t: Tensor, name: str) -> Tensor:
     """_aligned for 3-d (packed) as well as 4-d tensors."""
     return t if _readable(t.stride(), t.data_ptr()) else _copied(t, name)
@@ -74,3 +92,34 @@ def _out_shape(q: Tensor, dv: int):
 
 
 _current_device = getattr(torch._C, "_cuda_getDevice", None) or torch.cuda.current_device
+
+
+def launch_bwd(kernel, index, shape, q, k, v, out, lse, dout, grad_q, grad_k, grad_v, workspace,
+               need, *pointers):
+    """One backward launch on device `index`'s current stream: every tensor's address and strides
+    (the inputs already readable in place), then `pointers`, the packed batch's and the sinks'
+    addresses of a call that has them."""
+    kernel.bwd(
+        _stream(index),
+        shape,
+        q.data_ptr(),
+        q.stride(),
+        k.data_ptr(),
+        k.stride(),
+        v.data_ptr(),
+        v.stride(),
+        out.data_ptr(),
+        out.stride(),
+        lse.data_ptr(),
+        dout.data_ptr(),
+        dout.stride(),
+        grad_q.data_ptr(),
+        grad_q.stride(),
+        grad_k.data_ptr(),
+        grad_k.stride(),
+        grad_v.data_ptr(),
+        grad_v.stride(),
+        workspace.data_ptr(),
+        need,
+        *pointers,
+    )

@@ -261,8 +261,7 @@ def _check_seqlen_values(cu_seqlens_q: Tensor, cu_seqlens_k: Tensor, total_q: in
 
 
 def _window_mask(causal, window_size) -> Tuple[str, int, int]:
-    """(mask, left, right) of FlashAttention's causal and window_size (flash_attn_func inlines the
-    same mapping: it runs on every dense call)."""
+    """(mask, left, right) of FlashAttention's causal and window_size."""
     if window_size != (-1, -1) and (
         not isinstance(window_size, (tuple, list))
         or len(window_size) != 2
@@ -315,25 +314,7 @@ def flash_attn_func(
     softcap * tanh(s / softcap) before the mask and the softmax; 0.0 = none.
     """
     scale = _check_scale("softmax_scale", softmax_scale)
-    if window_size != (-1, -1) and (
-        not isinstance(window_size, (tuple, list))
-        or len(window_size) != 2
-        or not all(isinstance(w, int) and not isinstance(w, bool) for w in window_size)
-        or min(window_size) < -1
-    ):
-        raise ValueError(
-            f"window_size is {window_size!r}; accepted: (left, right), each -1 (unbounded) or "
-            "an int >= 0"
-        )
-    left, right = window_size[0], window_size[1]
-    if causal:
-        right = 0
-    if left < 0 and right < 0:
-        mask, left, right = "none", -1, -1
-    elif left < 0 and right == 0:
-        mask, left, right = "causal_bottom_right", -1, -1
-    else:
-        mask = "sliding_window"
+    mask, left, right = _window_mask(causal, window_size)
     if sinks is None and softcap == 0.0:
         result, lse = ops.attention(q, k, v, "bshd", mask, left, right, scale,
                                     bool(deterministic), bool(return_lse), out, _check_call)

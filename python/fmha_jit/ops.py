@@ -50,8 +50,8 @@ def _new_fwd_plan(q, k, v, layout, mask, window_left, window_right, softmax_scal
     plan.shape, plan.need = entry.shape(
         (bshd, b, hq, hk, sq, sk, dq, dv, softmax_scale, window_left, window_right)
     )
-    # The output keeps q's memory order of dims 1 and 2 (_launch._empty_like_layout), allocated at once
-    # with its strides: a transposed view would cost a second tensor per call.
+    # The output keeps q's memory order of dims 1 and 2 (_launch._empty_like_layout), allocated at
+    # once with its strides: a transposed view would cost a second tensor per call.
     d0, d1, d2, _ = q.shape
     swap = q.stride(1) < q.stride(2)
     plan.out_shape = (d0, d1, d2, dv)
@@ -84,8 +84,9 @@ def _fwd_plan(q, k, v, layout, mask, window_left, window_right, softmax_scale, w
 
 
 def _in_place(t: Tensor, name: str):
-    """(data_ptr, strides) of `t`, or of the copy _launch._aligned makes when the kernels cannot read it
-    in place: each is read from torch once per call."""
+    """(data_ptr, strides) of `t`, or of the copy _launch._aligned makes when the kernels cannot
+    read it in place: each is read from torch once per call. (The dense path's own test of the
+    strides: _launch._readable takes any rank, at a cost every call would pay.)"""
     stride, ptr = t.stride(), t.data_ptr()
     if stride[3] == 1 and not ((stride[0] | stride[1] | stride[2]) & 7) and not (ptr & 15):
         return ptr, stride
@@ -93,29 +94,11 @@ def _in_place(t: Tensor, name: str):
     return t.data_ptr(), t.stride()
 
 
-def _check_out(out: Tensor, q: Tensor, plan: _FwdPlan) -> None:
-    """A caller's output tensor, which the kernel writes in place: no copy is made for it."""
-    shape = plan.out_shape
-    if type(out) is not Tensor:
-        raise TypeError(f"out must be a torch.Tensor or None, got {type(out).__name__}")
-    if out.shape != shape or out.dtype != q.dtype or out.device != q.device:
-        raise ValueError(
-            f"out is {tuple(out.shape)} {out.dtype} on {out.device}; accepted: {shape} "
-            f"{q.dtype} on {q.device}"
-        )
-    s0, s1, s2, s3 = out.stride()
-    if s3 != 1 or (s0 | s1 | s2) & 7 or out.data_ptr() & 15 or 0 in (s0, s1, s2):
-        raise ValueError(
-            f"out has strides {tuple(out.stride())} at offset {out.storage_offset()}; accepted: "
-            "the head dim contiguous, 16-byte aligned rows, no broadcast dims"
-        )
-
-
 def _run_fwd(plan: _FwdPlan, q: Tensor, k: Tensor, v: Tensor, out: Optional[Tensor] = None):
     if out is None:
         out = q.new_empty_strided(plan.out_shape, plan.out_stride)
     else:
-        _check_out(out, q, plan)
+        _launch.check_out(out, q, plan.out_shape)
     lse = q.new_empty(plan.lse_shape, dtype=torch.float32) if plan.lse_shape else None
     q_ptr, q_stride = _in_place(q, "q")
     k_ptr, k_stride = _in_place(k, "k")
@@ -213,29 +196,8 @@ def bwd_impl(
         (bshd, b, hq, hk, sq, sk, dq, dv, softmax_scale, window_left, window_right)
     )
     workspace = torch.empty(need, dtype=torch.uint8, device=q.device)
-    entry.kernel.bwd(
-        _launch._stream(index),
-        shape,
-        q.data_ptr(),
-        q.stride(),
-        k.data_ptr(),
-        k.stride(),
-        v.data_ptr(),
-        v.stride(),
-        out.data_ptr(),
-        out.stride(),
-        lse.data_ptr(),
-        dout.data_ptr(),
-        dout.stride(),
-        grad_q.data_ptr(),
-        grad_q.stride(),
-        grad_k.data_ptr(),
-        grad_k.stride(),
-        grad_v.data_ptr(),
-        grad_v.stride(),
-        workspace.data_ptr(),
-        need,
-    )
+    _launch.launch_bwd(entry.kernel, index, shape, q, k, v, out, lse, dout, grad_q, grad_k, grad_v,
+                       workspace, need)
     return grad_q, grad_k, grad_v
 
 
@@ -265,9 +227,9 @@ def fwd(
     "bshd", max_seqlen the longest lengths, and lse is (heads, total_q). sinks: (Hq,) fp32 logits;
     softcap: > 0 caps the scaled scores, 0 = none."""
     if _ext._uses_ext(cu_seqlens_q, cu_seqlens_k, sinks, softcap):
-        return _ext.forward_ext(q, k, v, layout, mask, window_left, window_right, softmax_scale, True,
-                           None, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, sinks,
-                           softcap)
+        return _ext.forward_ext(q, k, v, layout, mask, window_left, window_right, softmax_scale,
+                                True, None, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
+                                max_seqlen_k, sinks, softcap)
     return fwd_impl(q, k, v, layout, mask, window_left, window_right, softmax_scale)
 
 
@@ -505,8 +467,8 @@ def attention_ext(
     )
     if eager and not grad:
         return _ext.forward_ext(q, k, v, layout, mask, window_left, window_right, softmax_scale,
-                           want_lse, out, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
-                           sinks, softcap)
+                                want_lse, out, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
+                                max_seqlen_k, sinks, softcap)
     if out is not None and grad:
         raise ValueError(
             "out is given while q, k, v or sinks requires grad; accepted: out=None for a call "
