@@ -26,7 +26,7 @@ TileShape fwd_tile(const FmhaKernelConfig& config);
 inline constexpr std::int64_t kShortCausalSeqlen = 1024;
 std::optional<TileShape> fwd_short_causal_tile(const FmhaKernelConfig& config);
 void check_fwd_tile(const ArchInfo& arch, const FmhaKernelConfig& c);
-// FmhaFwdSm90aShape::kSmemBytes of templates/fwd/fmha_fwd_sm90a.h.
+// FmhaFwdSm90aShape::kSmemBytes of templates/fwd/fmha_fwd_sm90a_pipeline.h.
 int fwd_smem_bytes(const FmhaKernelConfig& c);
 // The backward's dq_dk_dv stage (templates/bwd/fmha_bwd_sm90a.h); the dot_do_o and convert_dq
 // stages share its block_m, as in mma_sm80.
