@@ -206,3 +206,18 @@ TEST_CASE("cli varlen: bench counts the FLOPs of a packed batch sequence by sequ
     }
   }
 }
+
+TEST_CASE("cli varlen: a packed batch is (total, heads, dim) unless --layout says otherwise",
+          "[cli]") {
+  const test::TempDir tmp;
+  const auto layout = [&](const std::string& flags) {
+    const auto r = fmha_jit_cli(tmp, "bench --dry-run --json --arch sm_80 " + flags, false);
+    INFO("bench " << flags << "\n" << r.output);
+    REQUIRE(r.status == 0);
+    return nlohmann::json::parse(r.output).at(0).at("layout").get<std::string>();
+  };
+  CHECK(layout("--seqlens-q 100,0,7") == "bshd");
+  CHECK(layout("--seqlens-q 100,0,7 --layout bhsd") == "bhsd");
+  CHECK(layout("--seqlen-q 100") == "bhsd");
+  CHECK(layout("--seqlen-q 100 --layout bshd") == "bshd");
+}

@@ -170,8 +170,9 @@ void add_problem_options(CLI::App& app, ProblemOptions& o,
           },
           "", "mask"))
       ->type_name("MASK");
-  app.add_option("--layout", o.layout, "bhsd = [B, H, S, D], bshd = [B, S, H, D]")
-      ->capture_default_str()
+  app.add_option("--layout", o.layout,
+                 "bhsd = [B, H, S, D], bshd = [B, S, H, D] [default: bshd for a packed batch "
+                 "(--seqlens-q), whose tensors are then (total, H, D), else bhsd]")
       ->check(CLI::IsMember({"bhsd", "bshd"}));
   app.add_option("--scale", o.scale, "Softmax scale [default: 1/sqrt(hdim_q)]")
       ->check(CLI::Validator([](std::string& text) { return check_scale(text); }, "", "scale"))
@@ -280,7 +281,10 @@ CliProblem make_problem(const ProblemOptions& o) {
   const MaskSpec m = parse_mask(o.mask);
   p.window_left = m.window_left;
   p.window_right = m.window_right;
-  p.layout = *layout_from_string(o.layout);
+  // A packed batch is (total, heads, dim) unless asked otherwise, as FlashAttention's varlen
+  // functions take it.
+  p.layout = o.layout.empty() ? (o.seqlens_q.empty() ? Layout::bhsd : Layout::bshd)
+                              : *layout_from_string(o.layout);
   if (o.softcap > 0) p.softcap = static_cast<float>(o.softcap);
   if (!o.seqlens_q.empty()) {
     const auto q = parse_seqlens("seqlens_q", o.seqlens_q);

@@ -36,7 +36,7 @@ struct ProblemOptions {
   int hdim_q = 128;
   int hdim_v = 0;
   std::string mask = "none";  // none | causal | causal-br | window:L,R
-  std::string layout = "bhsd";
+  std::string layout;         // empty: bshd for a packed batch (--seqlens-q), else bhsd
   double scale = 0;
   std::uint32_t seed = 0;
   std::string impl = "auto";

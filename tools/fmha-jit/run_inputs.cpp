@@ -52,7 +52,7 @@ Inputs load_inputs(const ProblemOptions& options, const std::string& inputs, con
     return in;
   }
   const fs::path dir = inputs;
-  const std::string& layout = options.layout;
+  const std::string layout(to_string(p.layout));
   check_cu_seqlens_files(dir, p);
   std::error_code ec;
   if (options.sinks) {
